@@ -1,0 +1,38 @@
+// One levelled logger for the whole project (spdlog underneath), every line prefixed with its component.
+#pragma once
+
+#include <fmt/format.h>
+
+#include <string>
+#include <string_view>
+
+namespace steadyocr::log {
+
+enum class Level { kDebug = 0, kInfo = 1, kWarn = 2, kError = 3, kOff = 4 };
+
+void set_level(Level level);
+Level level();
+// Parses "debug|info|warn|error|off"; returns false on an unknown name.
+bool parse_level(std::string_view name, Level* out);
+// Structured JSON lines instead of text (used by the server).
+void set_json(bool json);
+void write(Level level, std::string_view component, std::string_view message);
+
+template <typename... A>
+void debug(std::string_view component, fmt::format_string<A...> f, A&&... a) {
+  if (level() <= Level::kDebug) write(Level::kDebug, component, fmt::format(f, std::forward<A>(a)...));
+}
+template <typename... A>
+void info(std::string_view component, fmt::format_string<A...> f, A&&... a) {
+  if (level() <= Level::kInfo) write(Level::kInfo, component, fmt::format(f, std::forward<A>(a)...));
+}
+template <typename... A>
+void warn(std::string_view component, fmt::format_string<A...> f, A&&... a) {
+  if (level() <= Level::kWarn) write(Level::kWarn, component, fmt::format(f, std::forward<A>(a)...));
+}
+template <typename... A>
+void error(std::string_view component, fmt::format_string<A...> f, A&&... a) {
+  if (level() <= Level::kError) write(Level::kError, component, fmt::format(f, std::forward<A>(a)...));
+}
+
+}  // namespace steadyocr::log

@@ -1,0 +1,57 @@
+#include "core/parallel.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <atomic>
+
+namespace steadyocr {
+namespace {
+std::atomic<int> g_threads{0};
+}
+
+void set_num_threads(int n) {
+  if (n <= 0) n = omp_get_num_procs();
+  g_threads = n;
+  omp_set_num_threads(n);
+  omp_set_max_active_levels(1);
+}
+
+int num_threads() {
+  int n = g_threads.load();
+  return n > 0 ? n : omp_get_max_threads();
+}
+
+bool in_parallel_region() { return omp_in_parallel() != 0; }
+
+void parallel_for(int64_t n, const std::function<void(int64_t, int64_t)>& fn, int64_t grain) {
+  if (n <= 0) return;
+  grain = std::max<int64_t>(grain, 1);
+  int threads = static_cast<int>(std::min<int64_t>(num_threads(), (n + grain - 1) / grain));
+  if (threads <= 1 || omp_in_parallel()) {
+    fn(0, n);
+    return;
+  }
+#pragma omp parallel num_threads(threads)
+  {
+    int t = omp_get_thread_num();
+    int nt = omp_get_num_threads();
+    int64_t chunk = (n + nt - 1) / nt;
+    int64_t b = t * chunk;
+    int64_t e = std::min(n, b + chunk);
+    if (b < e) fn(b, e);
+  }
+}
+
+void parallel_for_each(int64_t n, const std::function<void(int64_t)>& fn, int max_threads) {
+  if (n <= 0) return;
+  int threads = static_cast<int>(std::min<int64_t>(max_threads > 0 ? max_threads : num_threads(), n));
+  if (threads <= 1 || omp_in_parallel()) {
+    for (int64_t i = 0; i < n; ++i) fn(i);
+    return;
+  }
+#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
+  for (int64_t i = 0; i < n; ++i) fn(i);
+}
+
+}  // namespace steadyocr

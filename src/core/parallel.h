@@ -1,0 +1,21 @@
+// The one thread pool: OpenMP's, shared by pipeline stages, our kernels and oneDNN (built on OpenMP),
+// sized once by --threads. Nested parallel regions run serially, so nothing oversubscribes.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+
+namespace steadyocr {
+
+void set_num_threads(int n);
+int num_threads();
+bool in_parallel_region();
+
+// Calls fn(begin, end) on disjoint chunks covering [0, n). Chunks hold at least `grain` items.
+// Runs inline when n is small, one thread is configured, or we are already inside a parallel region.
+void parallel_for(int64_t n, const std::function<void(int64_t begin, int64_t end)>& fn, int64_t grain = 1);
+
+// Calls fn(i) for i in [0, n) with dynamic scheduling (items of uneven cost, e.g. images).
+void parallel_for_each(int64_t n, const std::function<void(int64_t i)>& fn, int max_threads = 0);
+
+}  // namespace steadyocr

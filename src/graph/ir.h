@@ -1,0 +1,258 @@
+// The graph IR: a Graph owns Values and Nodes; each Node carries a typed attribute struct for its op.
+// After shape specialisation every Value has a static shape, so backends plan from Value shapes alone.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "core/status.h"
+#include "core/tensor.h"
+
+namespace steadyocr::graph {
+
+enum class OpKind : uint8_t {
+  kConv,               // in: x, w, [b], [residual]  y = act(conv(x, w) + b + residual)
+  kConvTranspose,      // in: x, w, [b]              y = act(deconv(x, w) + b)
+  kBatchNorm,          // in: x, scale, bias, mean, var (inference form)
+  kAdd,                // binary ops broadcast like NumPy
+  kSub,
+  kMul,
+  kDiv,
+  kPow,
+  kSqrt,
+  kRelu,               // activations share ActAttrs; act.kind matches the op
+  kSigmoid,
+  kHardSigmoid,
+  kHardSwish,
+  kClip,
+  kGlobalAveragePool,
+  kAveragePool,
+  kMaxPool,
+  kResize,             // in: x (scales/sizes resolved into attrs at import or specialisation)
+  kConcat,
+  kReshape,            // in: x, [shape]; once specialised the output Value's shape is authoritative
+  kTranspose,
+  kMatMul,             // NumPy matmul semantics (batch broadcast)
+  kSoftmax,
+  kReduceMean,
+  kSqueeze,
+  kUnsqueeze,
+  kShape,
+  kCast,
+  kSlice,
+  kLayerNorm,          // in: x, scale, [bias]  over the trailing axes from `axis`
+  kIdentity,
+  kCount
+};
+
+const char* op_name(OpKind op);
+// Parses our op name (same spelling as ONNX where one exists); false when unknown.
+bool op_from_name(const std::string& name, OpKind* out);
+
+enum class ActKind : uint8_t { kNone, kRelu, kSigmoid, kHardSigmoid, kHardSwish, kClip };
+const char* act_name(ActKind a);
+
+// A pointwise activation. HardSigmoid: clamp(alpha*x+beta, 0, 1); Clip: clamp(x, alpha, beta);
+// HardSwish: x * clamp(x/6 + 1/2, 0, 1).
+struct Activation {
+  ActKind kind = ActKind::kNone;
+  float alpha = 0.f;
+  float beta = 0.f;
+
+  float apply(float x) const;
+  bool operator==(const Activation&) const = default;
+  std::string describe() const;
+  static Activation relu() { return {ActKind::kRelu, 0.f, 0.f}; }
+  static Activation sigmoid() { return {ActKind::kSigmoid, 0.f, 0.f}; }
+  static Activation hard_sigmoid(float alpha, float beta) { return {ActKind::kHardSigmoid, alpha, beta}; }
+  static Activation hard_swish() { return {ActKind::kHardSwish, 0.f, 0.f}; }
+  static Activation clip(float lo, float hi) { return {ActKind::kClip, lo, hi}; }
+};
+
+struct ConvAttrs {
+  std::array<int64_t, 2> kernel{0, 0};
+  std::array<int64_t, 2> strides{1, 1};
+  std::array<int64_t, 2> dilations{1, 1};
+  std::array<int64_t, 4> pads{0, 0, 0, 0};  // top, left, bottom, right
+  int64_t group = 1;
+  Activation act;
+};
+
+struct ConvTransposeAttrs {
+  std::array<int64_t, 2> kernel{0, 0};
+  std::array<int64_t, 2> strides{1, 1};
+  std::array<int64_t, 2> dilations{1, 1};
+  std::array<int64_t, 4> pads{0, 0, 0, 0};  // top, left, bottom, right
+  std::array<int64_t, 2> output_padding{0, 0};
+  int64_t group = 1;
+  Activation act;
+};
+
+struct BatchNormAttrs {
+  float epsilon = 1e-5f;
+};
+
+struct ActAttrs {
+  Activation act;
+};
+
+struct PoolAttrs {
+  std::array<int64_t, 2> kernel{1, 1};
+  std::array<int64_t, 2> strides{1, 1};
+  std::array<int64_t, 4> pads{0, 0, 0, 0};  // top, left, bottom, right
+  bool ceil_mode = false;
+  bool count_include_pad = false;  // AveragePool only
+};
+
+enum class ResizeMode : uint8_t { kNearest, kLinear };
+enum class ResizeCoord : uint8_t { kHalfPixel, kAsymmetric, kAlignCorners, kPytorchHalfPixel };
+enum class ResizeNearest : uint8_t { kRoundPreferFloor, kRoundPreferCeil, kFloor, kCeil };
+
+struct ResizeAttrs {
+  ResizeMode mode = ResizeMode::kNearest;
+  ResizeCoord coord = ResizeCoord::kHalfPixel;
+  ResizeNearest nearest = ResizeNearest::kRoundPreferFloor;
+  std::vector<float> scales;   // per axis; empty when `sizes` is used
+  std::vector<int64_t> sizes;  // per axis; empty when `scales` is used
+};
+
+struct AxisAttrs {  // Concat
+  int64_t axis = 0;
+};
+
+struct SoftmaxAttrs {
+  int64_t axis = -1;
+  // opset < 13: the input is flattened to 2-D at `axis` and softmax runs over all trailing axes.
+  bool flatten_trailing = true;
+};
+
+struct TransposeAttrs {
+  std::vector<int64_t> perm;  // empty = reverse
+};
+
+struct ReduceAttrs {
+  std::vector<int64_t> axes;  // empty = all
+  bool keepdims = true;
+};
+
+struct AxesAttrs {  // Squeeze / Unsqueeze
+  std::vector<int64_t> axes;
+};
+
+struct SliceAttrs {
+  std::vector<int64_t> starts, ends, axes, steps;
+};
+
+struct CastAttrs {
+  DType to = DType::kF32;
+};
+
+struct ReshapeAttrs {
+  std::vector<int64_t> shape;  // ONNX target (0 = copy, -1 = infer); empty when taken from input 1
+  bool allowzero = false;
+};
+
+struct LayerNormAttrs {
+  int64_t axis = -1;
+  float epsilon = 1e-5f;
+};
+
+using OpAttrs = std::variant<std::monostate, ConvAttrs, ConvTransposeAttrs, BatchNormAttrs, ActAttrs, PoolAttrs,
+                             ResizeAttrs, AxisAttrs, SoftmaxAttrs, TransposeAttrs, ReduceAttrs, AxesAttrs, SliceAttrs,
+                             CastAttrs, ReshapeAttrs, LayerNormAttrs>;
+
+struct Node;
+
+struct Value {
+  std::string name;
+  DType dtype = DType::kF32;
+  Shape shape;          // -1 for a dimension not known yet
+  Tensor constant;      // defined() for initialisers and folded values
+  Node* producer = nullptr;
+
+  bool is_constant() const { return constant.defined(); }
+  bool has_static_shape() const;
+};
+
+struct Node {
+  std::string name;
+  OpKind op = OpKind::kIdentity;
+  std::vector<Value*> inputs;  // nullptr for an omitted optional input
+  std::vector<Value*> outputs;
+  OpAttrs attrs;
+
+  Value* input(size_t i) const { return i < inputs.size() ? inputs[i] : nullptr; }
+  Value* output(size_t i = 0) const { return i < outputs.size() ? outputs[i] : nullptr; }
+  template <typename A>
+  const A& attr() const {
+    return std::get<A>(attrs);
+  }
+  template <typename A>
+  A& attr() {
+    return std::get<A>(attrs);
+  }
+  // "Conv 'name'" for messages.
+  std::string describe() const;
+};
+
+class Graph {
+ public:
+  Graph() = default;
+  Graph(const Graph&) = delete;
+  Graph& operator=(const Graph&) = delete;
+  Graph(Graph&&) = default;
+  Graph& operator=(Graph&&) = default;
+
+  // Deep copy of the structure; constant tensors share storage (passes replace constants, never mutate).
+  Graph clone() const;
+
+  Value* add_value(std::string name, DType dtype = DType::kF32, Shape shape = {});
+  Value* add_constant(std::string name, Tensor t);
+  Node* add_node(OpKind op, std::string name, std::vector<Value*> inputs, std::vector<Value*> outputs,
+                 OpAttrs attrs = {});
+  // A name not used by any value yet, derived from `base`.
+  std::string unique_name(const std::string& base);
+
+  // Detaches and deletes the node; its outputs lose their producer (remove_dead() drops them).
+  void remove_node(Node* n);
+  // Every use of `from` (node inputs and graph outputs) now reads `to`.
+  void replace_all_uses(Value* from, Value* to);
+  std::vector<Node*> consumers(const Value* v) const;
+  bool is_graph_output(const Value* v) const;
+  // Orders nodes so producers come first; fails on a cycle.
+  Status toposort();
+  // Drops nodes whose outputs feed nothing, and values nothing refers to. Returns how many nodes went.
+  size_t remove_dead();
+
+  const std::vector<std::unique_ptr<Node>>& nodes() const { return nodes_; }
+  const std::vector<std::unique_ptr<Value>>& values() const { return values_; }
+  std::vector<Value*>& inputs() { return inputs_; }
+  const std::vector<Value*>& inputs() const { return inputs_; }
+  std::vector<Value*>& outputs() { return outputs_; }
+  const std::vector<Value*>& outputs() const { return outputs_; }
+  Value* find_value(const std::string& name) const;
+
+  const std::string& name() const { return name_; }
+  void set_name(std::string n) { name_ = std::move(n); }
+  // Number of compute nodes (constants are values, not nodes).
+  size_t node_count() const { return nodes_.size(); }
+  std::map<std::string, int> op_histogram() const;
+  // Total bytes of constant tensors referenced by nodes.
+  size_t constant_bytes() const;
+
+ private:
+  std::string name_;
+  std::vector<std::unique_ptr<Value>> values_;
+  std::vector<std::unique_ptr<Node>> nodes_;
+  std::vector<Value*> inputs_;
+  std::vector<Value*> outputs_;
+  std::map<std::string, Value*> by_name_;
+  uint64_t name_counter_ = 0;
+};
+
+}  // namespace steadyocr::graph

@@ -1,0 +1,48 @@
+// Graph rewrites. Each pass is a small rule that reports whether it changed the graph; the pass
+// manager runs the verifier after every pass.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "graph/ir.h"
+
+namespace steadyocr::graph {
+
+// Sets the graph inputs' shapes, propagates shapes, and folds every node whose inputs are all
+// constant (the exported Shape/Slice/Cast/Concat chains disappear). Fails when a shape is invalid
+// for the model (e.g. wrong channel count), naming the input and the expected shape.
+Status specialize(Graph& graph, const std::vector<Shape>& input_shapes);
+
+Result<bool> fold_constants(Graph& graph);          // evaluates constant subgraphs with the reference kernels
+Result<bool> fold_batchnorm(Graph& graph);          // Conv(+b) -> BatchNorm  =>  Conv with scaled weights, bias
+Result<bool> fuse_hardswish(Graph& graph);          // x*clip(x+3,0,6)/6 and x*HardSigmoid(1/6,1/2)(x) => HardSwish
+Result<bool> fuse_conv_activation(Graph& graph);    // Conv/ConvTranspose -> Relu|HardSwish|HardSigmoid|Sigmoid|Clip
+Result<bool> fuse_layernorm(Graph& graph);          // ReduceMean/Sub/Pow/ReduceMean/Add/Sqrt/Div/Mul/Add => LayerNorm
+Result<bool> fuse_conv_residual(Graph& graph);      // Conv(act none) -> Add(other) => Conv with residual input
+Result<bool> eliminate_identities(Graph& graph);    // Identity, no-op Reshape/Squeeze chains on static shapes
+
+struct PassOptions {
+  bool fold_batchnorm = true;
+  bool fuse_activations = true;
+  bool fuse_layernorm = true;
+  bool fuse_residual = true;
+  bool verify_each = true;
+};
+
+struct PassReport {
+  struct Step {
+    std::string pass;
+    bool changed = false;
+    size_t nodes_after = 0;
+  };
+  size_t nodes_before = 0;
+  std::vector<Step> steps;
+  std::string describe() const;  // "Conv+BN fold: 672 -> 610 nodes ..."
+};
+
+// Runs the enabled passes in a fixed order (after specialize), verifying after each.
+Status optimize(Graph& graph, const PassOptions& options = {}, PassReport* report = nullptr);
+
+}  // namespace steadyocr::graph

@@ -1,0 +1,92 @@
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <cstdio>
+
+#include "core/metrics.h"
+#include "core/npy.h"
+#include "core/parallel.h"
+#include "core/status.h"
+#include "test_util.h"
+
+namespace steadyocr {
+namespace {
+
+Result<int> half(int x) {
+  if (x % 2) return invalid_argument("odd");
+  return x / 2;
+}
+
+Status quarter(int x, int* out) {
+  ASSIGN_OR_RETURN(int h, half(x));
+  ASSIGN_OR_RETURN(*out, half(h));
+  return Status::ok();
+}
+
+TEST(Status, PropagatesThroughAssignOrReturn) {
+  int out = 0;
+  EXPECT_TRUE(quarter(8, &out).is_ok());
+  EXPECT_EQ(out, 2);
+  Status s = quarter(6, &out);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(s.to_string(), "INVALID_ARGUMENT: odd");
+  EXPECT_EQ(s.with_context("ctx").message(), "ctx: odd");
+}
+
+TEST(Npy, RoundTripsFloatAndInt) {
+  std::string path = ::testing::TempDir() + "/t.npy";
+  Tensor t = testing::random_tensor({2, 3, 5}, 1);
+  ASSERT_TRUE(save_npy(path, t).is_ok());
+  auto r = load_npy(path);
+  ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+  EXPECT_EQ(r->shape(), (Shape{2, 3, 5}));
+  EXPECT_EQ(testing::compare(*r, t).max_abs_diff, 0.0);
+
+  Tensor i = Tensor::from_int64s({4}, {1, -2, 3, 1LL << 40});
+  ASSERT_TRUE(save_npy(path, i).is_ok());
+  auto ri = load_npy(path);
+  ASSERT_TRUE(ri.is_ok());
+  EXPECT_EQ(ri->to_int64s(), (std::vector<int64_t>{1, -2, 3, 1LL << 40}));
+}
+
+TEST(Npy, RejectsGarbageAndTruncation) {
+  std::string path = ::testing::TempDir() + "/bad.npy";
+  FILE* f = std::fopen(path.c_str(), "wb");
+  std::fputs("not a numpy file", f);
+  std::fclose(f);
+  EXPECT_EQ(load_npy(path).status().code(), StatusCode::kInvalidArgument);
+  Tensor t = testing::random_tensor({100}, 2);
+  ASSERT_TRUE(save_npy(path, t).is_ok());
+  ASSERT_EQ(::truncate(path.c_str(), 200), 0);
+  EXPECT_EQ(load_npy(path).status().code(), StatusCode::kDataLoss);
+  EXPECT_EQ(load_npy("/nonexistent/x.npy").status().code(), StatusCode::kNotFound);
+}
+
+TEST(Parallel, CoversEveryIndexOnce) {
+  set_num_threads(2);
+  std::vector<int> hits(1000, 0);
+  parallel_for(1000, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) ++hits[i];
+  });
+  for (int h : hits) ASSERT_EQ(h, 1);
+  std::vector<int> each(37, 0);
+  parallel_for_each(37, [&](int64_t i) { each[i] += static_cast<int>(i); });
+  for (int i = 0; i < 37; ++i) ASSERT_EQ(each[i], i);
+}
+
+TEST(Metrics, CountsWithLabelsAndRendersPrometheus) {
+  metrics::reset_for_testing();
+  metrics::describe("steadyocr_fallback_total", "Steps down the backend ladder");
+  metrics::inc("steadyocr_fallback_total", {{"from", "cuda"}, {"to", "cpu"}, {"reason", "L1_NO_DRIVER"}});
+  metrics::inc("steadyocr_fallback_total", {{"from", "cuda"}, {"to", "cpu"}, {"reason", "L1_NO_DRIVER"}});
+  EXPECT_EQ(metrics::value("steadyocr_fallback_total", {{"from", "cuda"}, {"to", "cpu"}, {"reason", "L1_NO_DRIVER"}}),
+            2.0);
+  std::string text = metrics::prometheus_text();
+  EXPECT_NE(text.find("steadyocr_fallback_total{from=\"cuda\",to=\"cpu\",reason=\"L1_NO_DRIVER\"} 2"),
+            std::string::npos)
+      << text;
+}
+
+}  // namespace
+}  // namespace steadyocr
