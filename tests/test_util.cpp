@@ -14,7 +14,9 @@ bool file_exists(const std::string& path) {
   return ::stat(path.c_str(), &st) == 0;
 }
 
-std::string source_dir() { return STEADYOCR_SOURCE_DIR; }
+std::string source_dir() {
+  return STEADYOCR_SOURCE_DIR;
+}
 
 std::string models_dir() {
   if (const char* e = std::getenv("STEADYOCR_MODELS")) return e;

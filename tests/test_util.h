@@ -17,9 +17,9 @@ std::string source_dir();
 bool file_exists(const std::string& path);
 
 struct Comparison {
-  double nmse = 0;          // sum((a-b)^2) / max(sum(b^2), tiny)
+  double nmse = 0;  // sum((a-b)^2) / max(sum(b^2), tiny)
   double max_abs_diff = 0;
-  int64_t non_finite = 0;   // NaN/Inf in `actual`
+  int64_t non_finite = 0;  // NaN/Inf in `actual`
   bool shape_match = true;
   std::string describe() const;
 };
@@ -31,16 +31,15 @@ Tensor random_tensor(const Shape& shape, uint32_t seed, float lo = -1.f, float h
 }  // namespace steadyocr::testing
 
 // Skips the current test when the models are not present (they are fetched by the setup command).
-#define SO_REQUIRE_MODELS()                                                                            \
-  do {                                                                                                 \
-    if (!::steadyocr::testing::file_exists(::steadyocr::testing::models_dir() +                        \
-                                           "/ch_PP-OCRv4_det_infer.onnx"))                             \
-      GTEST_SKIP() << "models not found in " << ::steadyocr::testing::models_dir()                     \
-                   << " (run scripts/setup.sh or set STEADYOCR_MODELS)";                               \
+#define SO_REQUIRE_MODELS()                                                                                     \
+  do {                                                                                                          \
+    if (!::steadyocr::testing::file_exists(::steadyocr::testing::models_dir() + "/ch_PP-OCRv4_det_infer.onnx")) \
+      GTEST_SKIP() << "models not found in " << ::steadyocr::testing::models_dir()                              \
+                   << " (run scripts/setup.sh or set STEADYOCR_MODELS)";                                        \
   } while (0)
 
-#define SO_REQUIRE_SHARED_DATA()                                                                       \
-  do {                                                                                                 \
-    if (::steadyocr::testing::shared_data_dir().empty())                                               \
-      GTEST_SKIP() << "../shared/data not found (set STEADYOCR_SHARED_DATA to run this test)";         \
+#define SO_REQUIRE_SHARED_DATA()                                                               \
+  do {                                                                                         \
+    if (::steadyocr::testing::shared_data_dir().empty())                                       \
+      GTEST_SKIP() << "../shared/data not found (set STEADYOCR_SHARED_DATA to run this test)"; \
   } while (0)

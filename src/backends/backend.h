@@ -13,9 +13,9 @@
 namespace steadyocr {
 
 struct DeviceInfo {
-  std::string backend;           // "reference", "cpu", "cuda"
-  std::string name;              // "NVIDIA H200", "x86-64 (AVX-512)"
-  int64_t memory_bytes = 0;      // device memory (0 = host memory / unknown)
+  std::string backend;       // "reference", "cpu", "cuda"
+  std::string name;          // "NVIDIA H200", "x86-64 (AVX-512)"
+  int64_t memory_bytes = 0;  // device memory (0 = host memory / unknown)
   std::string compute_capability;
   std::string driver_version;
   std::map<std::string, std::string> libraries;  // "cudnn" -> "9.14.0 (/usr/lib/.../libcudnn.so.9)"

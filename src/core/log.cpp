@@ -27,11 +27,16 @@ spdlog::logger& logger() {
 
 const char* level_name(Level l) {
   switch (l) {
-    case Level::kDebug: return "debug";
-    case Level::kInfo: return "info";
-    case Level::kWarn: return "warn";
-    case Level::kError: return "error";
-    case Level::kOff: return "off";
+    case Level::kDebug:
+      return "debug";
+    case Level::kInfo:
+      return "info";
+    case Level::kWarn:
+      return "warn";
+    case Level::kError:
+      return "error";
+    case Level::kOff:
+      return "off";
   }
   return "?";
 }
@@ -41,10 +46,18 @@ std::string json_escape(std::string_view s) {
   out.reserve(s.size() + 8);
   for (char c : s) {
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
       default:
         if (static_cast<unsigned char>(c) < 0x20) {
           out += fmt::format("\\u{:04x}", static_cast<int>(c));
@@ -58,9 +71,15 @@ std::string json_escape(std::string_view s) {
 
 }  // namespace
 
-void set_level(Level level) { g_level = level; }
-Level level() { return g_level.load(std::memory_order_relaxed); }
-void set_json(bool json) { g_json = json; }
+void set_level(Level level) {
+  g_level = level;
+}
+Level level() {
+  return g_level.load(std::memory_order_relaxed);
+}
+void set_json(bool json) {
+  g_json = json;
+}
 
 bool parse_level(std::string_view name, Level* out) {
   for (Level l : {Level::kDebug, Level::kInfo, Level::kWarn, Level::kError, Level::kOff}) {
@@ -76,8 +95,8 @@ void write(Level level, std::string_view component, std::string_view message) {
   if (level < g_level.load() || level == Level::kOff) return;
   auto now = std::chrono::system_clock::now();
   std::time_t secs = std::chrono::system_clock::to_time_t(now);
-  int ms = static_cast<int>(
-      std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000);
+  int ms =
+      static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000);
   std::tm tm{};
   gmtime_r(&secs, &tm);
   char stamp[32];

@@ -9,13 +9,20 @@ namespace {
 
 const char* descr_for(DType t) {
   switch (t) {
-    case DType::kF32: return "<f4";
-    case DType::kF16: return "<f2";
-    case DType::kI64: return "<i8";
-    case DType::kI32: return "<i4";
-    case DType::kU8: return "|u1";
-    case DType::kBool: return "|b1";
-    default: return nullptr;
+    case DType::kF32:
+      return "<f4";
+    case DType::kF16:
+      return "<f2";
+    case DType::kI64:
+      return "<i8";
+    case DType::kI32:
+      return "<i4";
+    case DType::kU8:
+      return "|u1";
+    case DType::kBool:
+      return "|b1";
+    default:
+      return nullptr;
   }
 }
 

@@ -22,7 +22,9 @@ int num_threads() {
   return n > 0 ? n : omp_get_max_threads();
 }
 
-bool in_parallel_region() { return omp_in_parallel() != 0; }
+bool in_parallel_region() {
+  return omp_in_parallel() != 0;
+}
 
 void parallel_for(int64_t n, const std::function<void(int64_t, int64_t)>& fn, int64_t grain) {
   if (n <= 0) return;

@@ -10,17 +10,17 @@ namespace steadyocr {
 
 enum class StatusCode {
   kOk = 0,
-  kInvalidArgument,   // the caller's input is wrong (bad file, bad shape, bad flag)
-  kNotFound,          // a file, library or model element is missing
-  kUnsupported,       // valid input we do not handle (unknown op, attribute, format)
-  kOutOfMemory,       // allocation failed; retrying smaller may work (not sticky)
-  kDeviceFault,       // the device context is lost (sticky): only a new process/context recovers
-  kDeviceError,       // a device call failed without losing the context
-  kResourceExhausted, // a configured limit was hit (pixels, queue, budget)
-  kDeadlineExceeded,  // a watchdog or deadline fired
-  kUnavailable,       // a backend/device cannot be used right now
-  kDataLoss,          // corrupt or truncated data
-  kInternal,          // a bug: an invariant did not hold
+  kInvalidArgument,    // the caller's input is wrong (bad file, bad shape, bad flag)
+  kNotFound,           // a file, library or model element is missing
+  kUnsupported,        // valid input we do not handle (unknown op, attribute, format)
+  kOutOfMemory,        // allocation failed; retrying smaller may work (not sticky)
+  kDeviceFault,        // the device context is lost (sticky): only a new process/context recovers
+  kDeviceError,        // a device call failed without losing the context
+  kResourceExhausted,  // a configured limit was hit (pixels, queue, budget)
+  kDeadlineExceeded,   // a watchdog or deadline fired
+  kUnavailable,        // a backend/device cannot be used right now
+  kDataLoss,           // corrupt or truncated data
+  kInternal,           // a bug: an invariant did not hold
 };
 
 const char* status_code_name(StatusCode code);
@@ -44,18 +44,32 @@ class [[nodiscard]] Status {
   std::string message_;
 };
 
-inline Status invalid_argument(std::string m) { return {StatusCode::kInvalidArgument, std::move(m)}; }
-inline Status not_found(std::string m) { return {StatusCode::kNotFound, std::move(m)}; }
-inline Status unsupported(std::string m) { return {StatusCode::kUnsupported, std::move(m)}; }
-inline Status internal_error(std::string m) { return {StatusCode::kInternal, std::move(m)}; }
-inline Status data_loss(std::string m) { return {StatusCode::kDataLoss, std::move(m)}; }
-inline Status resource_exhausted(std::string m) { return {StatusCode::kResourceExhausted, std::move(m)}; }
-inline Status unavailable(std::string m) { return {StatusCode::kUnavailable, std::move(m)}; }
+inline Status invalid_argument(std::string m) {
+  return {StatusCode::kInvalidArgument, std::move(m)};
+}
+inline Status not_found(std::string m) {
+  return {StatusCode::kNotFound, std::move(m)};
+}
+inline Status unsupported(std::string m) {
+  return {StatusCode::kUnsupported, std::move(m)};
+}
+inline Status internal_error(std::string m) {
+  return {StatusCode::kInternal, std::move(m)};
+}
+inline Status data_loss(std::string m) {
+  return {StatusCode::kDataLoss, std::move(m)};
+}
+inline Status resource_exhausted(std::string m) {
+  return {StatusCode::kResourceExhausted, std::move(m)};
+}
+inline Status unavailable(std::string m) {
+  return {StatusCode::kUnavailable, std::move(m)};
+}
 
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : v_(std::move(value)) {}  // NOLINT(google-explicit-constructor)
+  Result(T value) : v_(std::move(value)) {}        // NOLINT(google-explicit-constructor)
   Result(Status status) : v_(std::move(status)) {  // NOLINT(google-explicit-constructor)
     if (std::get<Status>(v_).is_ok()) v_ = Status(StatusCode::kInternal, "Result built from an OK status");
   }
@@ -78,7 +92,9 @@ class [[nodiscard]] Result {
 };
 
 namespace detail {
-inline Status to_status(const Status& s) { return s; }
+inline Status to_status(const Status& s) {
+  return s;
+}
 template <typename T>
 Status to_status(const Result<T>& r) {
   return r.status();
@@ -90,10 +106,10 @@ Status to_status(const Result<T>& r) {
 #define SO_CONCAT_INNER(a, b) a##b
 #define SO_CONCAT(a, b) SO_CONCAT_INNER(a, b)
 
-#define RETURN_IF_ERROR(expr)                                                 \
-  do {                                                                        \
+#define RETURN_IF_ERROR(expr)                                                \
+  do {                                                                       \
     ::steadyocr::Status so_status_ = ::steadyocr::detail::to_status((expr)); \
-    if (!so_status_.is_ok()) return so_status_;                               \
+    if (!so_status_.is_ok()) return so_status_;                              \
   } while (0)
 
 #define SO_ASSIGN_OR_RETURN_IMPL(tmp, lhs, expr) \

@@ -9,26 +9,40 @@ namespace steadyocr {
 
 size_t dtype_size(DType t) {
   switch (t) {
-    case DType::kF32: return 4;
-    case DType::kF16: return 2;
-    case DType::kBF16: return 2;
-    case DType::kI64: return 8;
-    case DType::kI32: return 4;
-    case DType::kU8: return 1;
-    case DType::kBool: return 1;
+    case DType::kF32:
+      return 4;
+    case DType::kF16:
+      return 2;
+    case DType::kBF16:
+      return 2;
+    case DType::kI64:
+      return 8;
+    case DType::kI32:
+      return 4;
+    case DType::kU8:
+      return 1;
+    case DType::kBool:
+      return 1;
   }
   return 0;
 }
 
 const char* dtype_name(DType t) {
   switch (t) {
-    case DType::kF32: return "f32";
-    case DType::kF16: return "f16";
-    case DType::kBF16: return "bf16";
-    case DType::kI64: return "i64";
-    case DType::kI32: return "i32";
-    case DType::kU8: return "u8";
-    case DType::kBool: return "bool";
+    case DType::kF32:
+      return "f32";
+    case DType::kF16:
+      return "f16";
+    case DType::kBF16:
+      return "bf16";
+    case DType::kI64:
+      return "i64";
+    case DType::kI32:
+      return "i32";
+    case DType::kU8:
+      return "u8";
+    case DType::kBool:
+      return "bool";
   }
   return "?";
 }
@@ -123,12 +137,21 @@ std::vector<int64_t> Tensor::to_int64s() const {
   std::vector<int64_t> v(static_cast<size_t>(std::max<int64_t>(numel(), 0)));
   for (size_t i = 0; i < v.size(); ++i) {
     switch (dtype_) {
-      case DType::kI64: v[i] = data<int64_t>()[i]; break;
-      case DType::kI32: v[i] = data<int32_t>()[i]; break;
-      case DType::kF32: v[i] = static_cast<int64_t>(data<float>()[i]); break;
+      case DType::kI64:
+        v[i] = data<int64_t>()[i];
+        break;
+      case DType::kI32:
+        v[i] = data<int32_t>()[i];
+        break;
+      case DType::kF32:
+        v[i] = static_cast<int64_t>(data<float>()[i]);
+        break;
       case DType::kU8:
-      case DType::kBool: v[i] = data<uint8_t>()[i]; break;
-      default: v[i] = 0;
+      case DType::kBool:
+        v[i] = data<uint8_t>()[i];
+        break;
+      default:
+        v[i] = 0;
     }
   }
   return v;
@@ -138,17 +161,28 @@ std::vector<float> Tensor::to_floats() const {
   std::vector<float> v(static_cast<size_t>(std::max<int64_t>(numel(), 0)));
   for (size_t i = 0; i < v.size(); ++i) {
     switch (dtype_) {
-      case DType::kF32: v[i] = data<float>()[i]; break;
-      case DType::kI64: v[i] = static_cast<float>(data<int64_t>()[i]); break;
-      case DType::kI32: v[i] = static_cast<float>(data<int32_t>()[i]); break;
+      case DType::kF32:
+        v[i] = data<float>()[i];
+        break;
+      case DType::kI64:
+        v[i] = static_cast<float>(data<int64_t>()[i]);
+        break;
+      case DType::kI32:
+        v[i] = static_cast<float>(data<int32_t>()[i]);
+        break;
       case DType::kU8:
-      case DType::kBool: v[i] = data<uint8_t>()[i]; break;
-      default: v[i] = 0;
+      case DType::kBool:
+        v[i] = data<uint8_t>()[i];
+        break;
+      default:
+        v[i] = 0;
     }
   }
   return v;
 }
 
-std::string Tensor::describe() const { return std::string(dtype_name(dtype_)) + shape_str(shape_); }
+std::string Tensor::describe() const {
+  return std::string(dtype_name(dtype_)) + shape_str(shape_);
+}
 
 }  // namespace steadyocr

@@ -11,12 +11,17 @@
 namespace steadyocr::graph {
 namespace {
 
-constexpr const char* kOpNames[] = {
-    "Conv",   "ConvTranspose", "BatchNormalization", "Add",     "Sub",       "Mul",     "Div",
-    "Pow",    "Sqrt",          "Relu",               "Sigmoid", "HardSigmoid", "HardSwish", "Clip",
-    "GlobalAveragePool", "AveragePool", "MaxPool",   "Resize",  "Concat",    "Reshape", "Transpose",
-    "MatMul", "Softmax",       "ReduceMean",         "Squeeze", "Unsqueeze", "Shape",   "Cast",
-    "Slice",  "LayerNormalization", "Identity"};
+constexpr const char* kOpNames[] = {"Conv",        "ConvTranspose", "BatchNormalization",
+                                    "Add",         "Sub",           "Mul",
+                                    "Div",         "Pow",           "Sqrt",
+                                    "Relu",        "Sigmoid",       "HardSigmoid",
+                                    "HardSwish",   "Clip",          "GlobalAveragePool",
+                                    "AveragePool", "MaxPool",       "Resize",
+                                    "Concat",      "Reshape",       "Transpose",
+                                    "MatMul",      "Softmax",       "ReduceMean",
+                                    "Squeeze",     "Unsqueeze",     "Shape",
+                                    "Cast",        "Slice",         "LayerNormalization",
+                                    "Identity"};
 static_assert(sizeof(kOpNames) / sizeof(kOpNames[0]) == static_cast<size_t>(OpKind::kCount));
 
 }  // namespace
@@ -38,33 +43,48 @@ bool op_from_name(const std::string& name, OpKind* out) {
 
 const char* act_name(ActKind a) {
   switch (a) {
-    case ActKind::kNone: return "none";
-    case ActKind::kRelu: return "relu";
-    case ActKind::kSigmoid: return "sigmoid";
-    case ActKind::kHardSigmoid: return "hardsigmoid";
-    case ActKind::kHardSwish: return "hardswish";
-    case ActKind::kClip: return "clip";
+    case ActKind::kNone:
+      return "none";
+    case ActKind::kRelu:
+      return "relu";
+    case ActKind::kSigmoid:
+      return "sigmoid";
+    case ActKind::kHardSigmoid:
+      return "hardsigmoid";
+    case ActKind::kHardSwish:
+      return "hardswish";
+    case ActKind::kClip:
+      return "clip";
   }
   return "?";
 }
 
 float Activation::apply(float x) const {
   switch (kind) {
-    case ActKind::kNone: return x;
-    case ActKind::kRelu: return x > 0.f ? x : 0.f;
-    case ActKind::kSigmoid: return 1.f / (1.f + std::exp(-x));
-    case ActKind::kHardSigmoid: return std::clamp(alpha * x + beta, 0.f, 1.f);
-    case ActKind::kHardSwish: return x * std::clamp(x / 6.f + 0.5f, 0.f, 1.f);
-    case ActKind::kClip: return std::clamp(x, alpha, beta);
+    case ActKind::kNone:
+      return x;
+    case ActKind::kRelu:
+      return x > 0.f ? x : 0.f;
+    case ActKind::kSigmoid:
+      return 1.f / (1.f + std::exp(-x));
+    case ActKind::kHardSigmoid:
+      return std::clamp(alpha * x + beta, 0.f, 1.f);
+    case ActKind::kHardSwish:
+      return x * std::clamp(x / 6.f + 0.5f, 0.f, 1.f);
+    case ActKind::kClip:
+      return std::clamp(x, alpha, beta);
   }
   return x;
 }
 
 std::string Activation::describe() const {
   switch (kind) {
-    case ActKind::kHardSigmoid: return fmt::format("hardsigmoid({},{})", alpha, beta);
-    case ActKind::kClip: return fmt::format("clip({},{})", alpha, beta);
-    default: return act_name(kind);
+    case ActKind::kHardSigmoid:
+      return fmt::format("hardsigmoid({},{})", alpha, beta);
+    case ActKind::kClip:
+      return fmt::format("clip({},{})", alpha, beta);
+    default:
+      return act_name(kind);
   }
 }
 
@@ -72,7 +92,9 @@ bool Value::has_static_shape() const {
   return std::all_of(shape.begin(), shape.end(), [](int64_t d) { return d >= 0; });
 }
 
-std::string Node::describe() const { return fmt::format("{} '{}'", op_name(op), name); }
+std::string Node::describe() const {
+  return fmt::format("{} '{}'", op_name(op), name);
+}
 
 Value* Graph::add_value(std::string name, DType dtype, Shape shape) {
   if (name.empty() || by_name_.count(name)) name = unique_name(name.empty() ? "v" : name);
@@ -176,8 +198,8 @@ Status Graph::toposort() {
     }
   }
   if (order.size() != nodes_.size()) {
-    return internal_error(fmt::format("graph '{}' has a cycle ({} of {} nodes orderable)", name_, order.size(),
-                                      nodes_.size()));
+    return internal_error(
+        fmt::format("graph '{}' has a cycle ({} of {} nodes orderable)", name_, order.size(), nodes_.size()));
   }
   std::unordered_map<const Node*, size_t> pos;
   for (size_t i = 0; i < order.size(); ++i) pos[order[i]] = i;

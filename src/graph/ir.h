@@ -16,16 +16,16 @@
 namespace steadyocr::graph {
 
 enum class OpKind : uint8_t {
-  kConv,               // in: x, w, [b], [residual]  y = act(conv(x, w) + b + residual)
-  kConvTranspose,      // in: x, w, [b]              y = act(deconv(x, w) + b)
-  kBatchNorm,          // in: x, scale, bias, mean, var (inference form)
-  kAdd,                // binary ops broadcast like NumPy
+  kConv,           // in: x, w, [b], [residual]  y = act(conv(x, w) + b + residual)
+  kConvTranspose,  // in: x, w, [b]              y = act(deconv(x, w) + b)
+  kBatchNorm,      // in: x, scale, bias, mean, var (inference form)
+  kAdd,            // binary ops broadcast like NumPy
   kSub,
   kMul,
   kDiv,
   kPow,
   kSqrt,
-  kRelu,               // activations share ActAttrs; act.kind matches the op
+  kRelu,  // activations share ActAttrs; act.kind matches the op
   kSigmoid,
   kHardSigmoid,
   kHardSwish,
@@ -33,11 +33,11 @@ enum class OpKind : uint8_t {
   kGlobalAveragePool,
   kAveragePool,
   kMaxPool,
-  kResize,             // in: x (scales/sizes resolved into attrs at import or specialisation)
+  kResize,  // in: x (scales/sizes resolved into attrs at import or specialisation)
   kConcat,
-  kReshape,            // in: x, [shape]; once specialised the output Value's shape is authoritative
+  kReshape,  // in: x, [shape]; once specialised the output Value's shape is authoritative
   kTranspose,
-  kMatMul,             // NumPy matmul semantics (batch broadcast)
+  kMatMul,  // NumPy matmul semantics (batch broadcast)
   kSoftmax,
   kReduceMean,
   kSqueeze,
@@ -45,7 +45,7 @@ enum class OpKind : uint8_t {
   kShape,
   kCast,
   kSlice,
-  kLayerNorm,          // in: x, scale, [bias]  over the trailing axes from `axis`
+  kLayerNorm,  // in: x, scale, [bias]  over the trailing axes from `axis`
   kIdentity,
   kCount
 };
@@ -171,8 +171,8 @@ struct Node;
 struct Value {
   std::string name;
   DType dtype = DType::kF32;
-  Shape shape;          // -1 for a dimension not known yet
-  Tensor constant;      // defined() for initialisers and folded values
+  Shape shape;      // -1 for a dimension not known yet
+  Tensor constant;  // defined() for initialisers and folded values
   Node* producer = nullptr;
 
   bool is_constant() const { return constant.defined(); }

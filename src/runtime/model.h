@@ -16,16 +16,16 @@
 namespace steadyocr::runtime {
 
 struct ModelOptions {
-  bool optimize = true;             // run the graph passes after specialisation
+  bool optimize = true;  // run the graph passes after specialisation
   graph::PassOptions passes;
-  size_t max_cached_shapes = 24;    // prepared plans kept (least recently used dropped first)
+  size_t max_cached_shapes = 24;  // prepared plans kept (least recently used dropped first)
 };
 
 struct ModelStats {
   uint64_t runs = 0;
-  uint64_t plans_built = 0;         // first run of a new input shape
+  uint64_t plans_built = 0;  // first run of a new input shape
   uint64_t plans_evicted = 0;
-  double plan_ms_total = 0;         // time spent specialising + preparing
+  double plan_ms_total = 0;  // time spent specialising + preparing
 };
 
 class Model {

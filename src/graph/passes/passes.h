@@ -15,13 +15,13 @@ namespace steadyocr::graph {
 // for the model (e.g. wrong channel count), naming the input and the expected shape.
 Status specialize(Graph& graph, const std::vector<Shape>& input_shapes);
 
-Result<bool> fold_constants(Graph& graph);          // evaluates constant subgraphs with the reference kernels
-Result<bool> fold_batchnorm(Graph& graph);          // Conv(+b) -> BatchNorm  =>  Conv with scaled weights, bias
-Result<bool> fuse_hardswish(Graph& graph);          // x*clip(x+3,0,6)/6 and x*HardSigmoid(1/6,1/2)(x) => HardSwish
-Result<bool> fuse_conv_activation(Graph& graph);    // Conv/ConvTranspose -> Relu|HardSwish|HardSigmoid|Sigmoid|Clip
-Result<bool> fuse_layernorm(Graph& graph);          // ReduceMean/Sub/Pow/ReduceMean/Add/Sqrt/Div/Mul/Add => LayerNorm
-Result<bool> fuse_conv_residual(Graph& graph);      // Conv(act none) -> Add(other) => Conv with residual input
-Result<bool> eliminate_identities(Graph& graph);    // Identity, no-op Reshape/Squeeze chains on static shapes
+Result<bool> fold_constants(Graph& graph);        // evaluates constant subgraphs with the reference kernels
+Result<bool> fold_batchnorm(Graph& graph);        // Conv(+b) -> BatchNorm  =>  Conv with scaled weights, bias
+Result<bool> fuse_hardswish(Graph& graph);        // x*clip(x+3,0,6)/6 and x*HardSigmoid(1/6,1/2)(x) => HardSwish
+Result<bool> fuse_conv_activation(Graph& graph);  // Conv/ConvTranspose -> Relu|HardSwish|HardSigmoid|Sigmoid|Clip
+Result<bool> fuse_layernorm(Graph& graph);        // ReduceMean/Sub/Pow/ReduceMean/Add/Sqrt/Div/Mul/Add => LayerNorm
+Result<bool> fuse_conv_residual(Graph& graph);    // Conv(act none) -> Add(other) => Conv with residual input
+Result<bool> eliminate_identities(Graph& graph);  // Identity, no-op Reshape/Squeeze chains on static shapes
 
 struct PassOptions {
   bool fold_batchnorm = true;
