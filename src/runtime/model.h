@@ -28,7 +28,17 @@ struct ModelStats {
   double plan_ms_total = 0;  // time spent specialising + preparing
 };
 
-class Model {
+// What the pipeline runs a model through: a plain Model, or the engine's ladder-aware runner.
+class Runner {
+ public:
+  virtual ~Runner() = default;
+  // Runs one input (f32, NCHW) and returns the single output. Thread-safe.
+  virtual Result<Tensor> run(const Tensor& input) = 0;
+  // The backend that ran (or will run) the last call, for results and logs.
+  virtual std::string backend_name() const = 0;
+};
+
+class Model : public Runner {
  public:
   // Imports `path` and checks it has one input and one output. `backend` is shared by models.
   static Result<std::unique_ptr<Model>> load(const std::string& path, std::shared_ptr<Backend> backend,
@@ -36,11 +46,11 @@ class Model {
 
   // Runs one input (f32, NCHW) and returns the single output. Thread-safe; calls on the same input
   // shape are serialised on that shape's plan.
-  Result<Tensor> run(const Tensor& input);
+  Result<Tensor> run(const Tensor& input) override;
+  std::string backend_name() const override { return backend_->name(); }
 
   const graph::Graph& graph() const { return graph_; }
   const std::string& path() const { return path_; }
-  std::string backend_name() const { return backend_->name(); }
   Backend& backend() const { return *backend_; }
   ModelStats stats() const;
 
