@@ -29,15 +29,15 @@ typedef struct SoPluginBuildInfo {
 /* What is loaded and seen at run time. Every field is filled as far as the calls succeed; `error` names the
  * first call that failed (expression, error name, message) and error_sticky says whether the context is lost. */
 typedef struct SoPluginRuntimeInfo {
-  int driver_cuda_version;  /* cudaDriverGetVersion, e.g. 13000; 0 when no driver */
-  int runtime_version;      /* cudaRuntimeGetVersion */
-  int cudnn_version;        /* cudnnGetVersion() of the library actually loaded */
-  int cublas_version;       /* cublasGetVersion of the library actually loaded */
-  char cudnn_path[512];     /* file that provided cudnnGetVersion (dladdr) */
+  int driver_cuda_version; /* cudaDriverGetVersion, e.g. 13000; 0 when no driver */
+  int runtime_version;     /* cudaRuntimeGetVersion */
+  int cudnn_version;       /* cudnnGetVersion() of the library actually loaded */
+  int cublas_version;      /* cublasGetVersion of the library actually loaded */
+  char cudnn_path[512];    /* file that provided cudnnGetVersion (dladdr) */
   char cublas_path[512];
-  char cudart_path[512];    /* empty when cudart is linked statically */
+  char cudart_path[512]; /* empty when cudart is linked statically */
   int device_count;
-  int error_code;           /* cudaError_t of the failed call, 0 when none */
+  int error_code; /* cudaError_t of the failed call, 0 when none */
   int error_sticky;
   char error[1024];
 } SoPluginRuntimeInfo;
