@@ -37,5 +37,5 @@ echo "== building ($BUILD_DIR, $JOBS jobs)"
 cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DSTEADYOCR_CUDA="${STEADYOCR_CUDA:-AUTO}" >/dev/null
 ninja -C "$BUILD_DIR" -j "$JOBS"
 
-echo "== OCR of the shipped sample (examples/receipt.png)"
-"$BUILD_DIR"/steadyocr ocr --format text examples/receipt.png
+echo "== OCR of the shipped sample (examples/sample_doc.jpg, rendered by synth_docs.py)"
+"$BUILD_DIR"/steadyocr ocr --format text examples/sample_doc.jpg
