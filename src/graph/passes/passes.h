@@ -15,8 +15,13 @@ namespace steadyocr::graph {
 // for the model (e.g. wrong channel count), naming the input and the expected shape.
 Status specialize(Graph& graph, const std::vector<Shape>& input_shapes);
 
-Result<bool> fold_constants(Graph& graph);        // evaluates constant subgraphs with the reference kernels
-Result<bool> fold_batchnorm(Graph& graph);        // Conv(+b) -> BatchNorm  =>  Conv with scaled weights, bias
+Result<bool> fold_constants(Graph& graph);  // evaluates constant subgraphs with the reference kernels
+// Same, skipping nodes whose outputs exceed `max_output_bytes` (the default is 64 MiB).
+Result<bool> fold_constants(Graph& graph, size_t max_output_bytes);
+Result<bool> fold_batchnorm(Graph& graph);  // Conv(+b) -> BatchNorm  =>  Conv with scaled weights, bias
+// Conv -> Mul/Add/Sub/Div by a constant scalar or per-channel [C,1,1] tensor => Conv with new weights/bias (the
+// "learnable affine" blocks of PP-LCNetV3). Runs under PassOptions::fold_batchnorm.
+Result<bool> fold_conv_affine(Graph& graph);
 Result<bool> fuse_hardswish(Graph& graph);        // x*clip(x+3,0,6)/6 and x*HardSigmoid(1/6,1/2)(x) => HardSwish
 Result<bool> fuse_conv_activation(Graph& graph);  // Conv/ConvTranspose -> Relu|HardSwish|HardSigmoid|Sigmoid|Clip
 Result<bool> fuse_layernorm(Graph& graph);        // ReduceMean/Sub/Pow/ReduceMean/Add/Sqrt/Div/Mul/Add => LayerNorm
