@@ -1,0 +1,175 @@
+// Runs every op case (op_cases.cpp) on every backend present and compares with the reference backend by
+// normalised MSE, counting NaN/Inf apart. Each case x backend is its own test, e.g.
+// BackendOps/MatchesReference/Conv_k3_s2_g32_dw_pad1111_hardswish__cpu. The reference backend itself
+// runs as a self-check: its result must not depend on the thread count.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <set>
+
+#include "backends/reference/reference_backend.h"
+#include "core/parallel.h"
+#include "op_cases.h"
+#include "runtime/backend_registry.h"
+#include "test_util.h"
+
+namespace steadyocr::testing {
+namespace {
+
+struct BackendCase {
+  size_t case_index = 0;
+  std::string backend;
+};
+
+std::vector<std::string> backends_under_test() {
+  std::vector<std::string> names = runtime::available_backends();
+  // The reference always runs (self-check), last, whatever the registry says.
+  names.erase(std::remove(names.begin(), names.end(), "reference"), names.end());
+  names.push_back("reference");
+  return names;
+}
+
+std::vector<BackendCase> all_params() {
+  std::vector<BackendCase> v;
+  for (const std::string& b : backends_under_test()) {
+    for (size_t i = 0; i < all_op_cases().size(); ++i) v.push_back({i, b});
+  }
+  return v;
+}
+
+std::string param_name(const ::testing::TestParamInfo<BackendCase>& info) {
+  std::string b = info.param.backend;
+  for (char& c : b) {
+    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+  }
+  return all_op_cases()[info.param.case_index].name + "__" + b;
+}
+
+bool reduced_precision(const std::string& backend) {
+  return backend.find("fp16") != std::string::npos || backend.find("bf16") != std::string::npos;
+}
+
+int64_t count_non_finite(const Tensor& t) {
+  if (t.dtype() != DType::kF32) return 0;
+  int64_t n = 0;
+  for (int64_t i = 0; i < t.numel(); ++i) n += !std::isfinite(t.data<float>()[i]);
+  return n;
+}
+
+Status run_on(Backend& backend, const CaseGraph& c, std::vector<Tensor>* outputs) {
+  ASSIGN_OR_RETURN(std::unique_ptr<PreparedGraph> prepared, backend.prepare(c.graph));
+  return prepared->run(c.inputs, outputs);
+}
+
+class BackendOps : public ::testing::TestWithParam<BackendCase> {};
+
+TEST_P(BackendOps, MatchesReference) {
+  const OpCase& oc = all_op_cases()[GetParam().case_index];
+  const std::string& name = GetParam().backend;
+  CaseGraph c = oc.build();
+  auto reference = make_reference_backend();
+  std::vector<Tensor> expected;
+  Status s = run_on(*reference, c, &expected);
+  ASSERT_TRUE(s.is_ok()) << "reference: " << s.to_string();
+  ASSERT_EQ(expected.size(), c.graph.outputs().size());
+
+  std::vector<Tensor> actual;
+  if (name == "reference") {
+    // Self-check: one thread must give bit-identical results (no order-dependent accumulation).
+    const int threads = num_threads();
+    set_num_threads(1);
+    s = run_on(*reference, c, &actual);
+    set_num_threads(threads);
+    ASSERT_TRUE(s.is_ok()) << s.to_string();
+    for (size_t i = 0; i < expected.size(); ++i) {
+      ASSERT_EQ(actual[i].describe(), expected[i].describe());
+      EXPECT_EQ(0, std::memcmp(actual[i].raw(), expected[i].raw(), expected[i].nbytes())) << "output " << i;
+      EXPECT_EQ(count_non_finite(expected[i]), 0) << "output " << i << " of the reference has NaN/Inf";
+    }
+    return;
+  }
+  auto backend = runtime::create_backend(name);
+  if (!backend.is_ok()) GTEST_SKIP() << name << " unavailable: " << backend.status().to_string();
+  for (const auto& n : c.graph.nodes()) {
+    if (!(*backend)->supports(*n)) GTEST_SKIP() << name << " declines " << n->describe();
+  }
+  s = run_on(**backend, c, &actual);
+  ASSERT_TRUE(s.is_ok()) << name << ": " << s.to_string();
+  ASSERT_EQ(actual.size(), expected.size());
+  const double tol = reduced_precision(name) ? oc.max_nmse_reduced : oc.max_nmse;
+  for (size_t i = 0; i < expected.size(); ++i) {
+    ASSERT_EQ(actual[i].dtype(), expected[i].dtype()) << "output " << i;
+    ASSERT_EQ(actual[i].shape(), expected[i].shape()) << "output " << i;
+    EXPECT_EQ(count_non_finite(actual[i]), count_non_finite(expected[i])) << "NaN/Inf in output " << i;
+    if (expected[i].dtype() != DType::kF32) {
+      EXPECT_EQ(actual[i].to_int64s(), expected[i].to_int64s()) << "integer output " << i << " differs";
+      continue;
+    }
+    Comparison cmp = compare(actual[i], expected[i]);
+    EXPECT_LE(cmp.nmse, tol) << "output " << i << ": " << cmp.describe() << " (tolerance " << tol << ")";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(All, BackendOps, ::testing::ValuesIn(all_params()), param_name);
+
+TEST(BackendOpsMeta, EveryOpKindHasACase) {
+  std::set<graph::OpKind> covered;
+  for (const OpCase& oc : all_op_cases()) {
+    CaseGraph c = oc.build();
+    for (const auto& n : c.graph.nodes()) covered.insert(n->op);
+  }
+  for (size_t i = 0; i < static_cast<size_t>(graph::OpKind::kCount); ++i) {
+    auto op = static_cast<graph::OpKind>(i);
+    EXPECT_TRUE(covered.count(op)) << "no op case exercises " << graph::op_name(op);
+  }
+}
+
+TEST(BackendOpsMeta, CaseNamesAreUniqueAndValid) {
+  std::set<std::string> names;
+  for (const OpCase& oc : all_op_cases()) {
+    EXPECT_TRUE(names.insert(oc.name).second) << "duplicate case " << oc.name;
+    for (char ch : oc.name) EXPECT_TRUE(std::isalnum(static_cast<unsigned char>(ch)) || ch == '_') << oc.name;
+  }
+}
+
+// Prints which ops each backend supports (over the nodes of every case) and flags those it declines.
+// Declining is allowed (the runtime places the node elsewhere, visibly); the reference must support all.
+TEST(BackendOpsMeta, SupportMatrix) {
+  std::vector<std::string> names = backends_under_test();
+  std::map<graph::OpKind, std::vector<const graph::Node*>> nodes_by_op;
+  std::vector<CaseGraph> graphs;
+  graphs.reserve(all_op_cases().size());
+  for (const OpCase& oc : all_op_cases()) graphs.push_back(oc.build());
+  for (const CaseGraph& c : graphs) {
+    for (const auto& n : c.graph.nodes()) nodes_by_op[n->op].push_back(n.get());
+  }
+  std::printf("%-20s", "op");
+  for (const auto& b : names) std::printf(" %-12s", b.c_str());
+  std::printf("\n");
+  for (auto& [op, nodes] : nodes_by_op) {
+    std::printf("%-20s", graph::op_name(op));
+    for (const auto& b : names) {
+      auto backend = runtime::create_backend(b);
+      if (!backend.is_ok()) {
+        std::printf(" %-12s", "n/a");
+        continue;
+      }
+      size_t yes = 0;
+      for (const graph::Node* n : nodes) yes += (*backend)->supports(*n);
+      const std::string cell =
+          yes == nodes.size() ? "yes" : fmt::format("DECLINES {}/{}", nodes.size() - yes, nodes.size());
+      std::printf(" %-12s", cell.c_str());
+      if (b == "reference") {
+        EXPECT_EQ(yes, nodes.size()) << "reference declines " << graph::op_name(op);
+      }
+    }
+    std::printf("\n");
+  }
+}
+
+}  // namespace
+}  // namespace steadyocr::testing
