@@ -48,8 +48,8 @@ bool match(const Graph& g, Node* mean, Match* m) {
   Node* sub = sole_consumer(g, mean->output());
   if (!sub || sub->op != OpKind::kSub || sub->input(0) != x || sub->input(1) != mean->output()) return false;
   Value* d = sub->output();
-  if (g.is_graph_output(d) || d->shape != x->shape || pass_util::use_count(g, d) != 2) return false;
-  // d is read by the square and by the final division.
+  if (g.is_graph_output(d) || d->shape != x->shape) return false;
+  // d is read by the square (once, or twice as Mul(d, d)) and by the final division, and nothing else.
   Node* sq = nullptr;
   Node* div = nullptr;
   for (Node* c : g.consumers(d)) {
@@ -60,7 +60,7 @@ bool match(const Graph& g, Node* mean, Match* m) {
       sq = c;
     }
   }
-  if (!sq || !div) return false;
+  if (!sq || !div || pass_util::use_count(g, d) != (sq->op == OpKind::kMul ? 3u : 2u)) return false;
   Node* var = sole_consumer(g, sq->output());
   if (!var || !reduces_last_axis(var)) return false;
   Node* add = sole_consumer(g, var->output());
