@@ -17,8 +17,8 @@ Command not_yet(CLI::App& root, const char* name, const char* what) {
 }
 }  // namespace
 
-Command add_ocr_command(CLI::App& root) { return not_yet(root, "ocr", "Read text in images"); }
-Command add_doctor_command(CLI::App& root) { return not_yet(root, "doctor", "Check the GPU stack layer by layer"); }
-Command add_bench_command(CLI::App& root) { return not_yet(root, "bench", "Per-stage timings and images/s"); }
+Command add_bench_command(CLI::App& root) {
+  return not_yet(root, "bench", "Per-stage timings and images/s");
+}
 
 }  // namespace steadyocr::cli

@@ -1,0 +1,15 @@
+// Text-line crops: a perspective warp of each detected quad to an upright rectangle.
+#pragma once
+
+#include <opencv2/core.hpp>
+
+#include "pipeline/db_postprocess.h"
+
+namespace steadyocr::pipeline {
+
+// Warps the quad (TL, TR, BR, BL) of `image` to a width x height rectangle (bicubic, replicated border),
+// width/height being the longer of the opposite sides; turned 90 degrees counter-clockwise when the
+// result is at least 1.5 times taller than wide (vertical text). Empty when the quad is degenerate.
+cv::Mat crop_text_region(const cv::Mat& image, const Quad& quad);
+
+}  // namespace steadyocr::pipeline

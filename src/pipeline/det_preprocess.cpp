@@ -1,0 +1,50 @@
+#include "pipeline/det_preprocess.h"
+
+#include <opencv2/imgproc.hpp>
+
+#include <algorithm>
+#include <cmath>
+
+namespace steadyocr::pipeline {
+
+cv::Size det_input_size(int src_w, int src_h, int limit_side) {
+  int longer = std::max(src_h, src_w);
+  double ratio = longer > limit_side ? static_cast<double>(limit_side) / longer : 1.0;
+  // Round half to even, as Python's round() does, so sizes match the reference exactly.
+  auto side = [&](int s) { return std::max(static_cast<int>(std::nearbyint(s * ratio / 32) * 32), 32); };
+  return {side(src_w), side(src_h)};
+}
+
+DetInput det_preprocess(const cv::Mat& bgr, int limit_side) {
+  CV_Assert(bgr.type() == CV_8UC3);
+  DetInput in;
+  in.src_h = bgr.rows;
+  in.src_w = bgr.cols;
+  cv::Size size = det_input_size(bgr.cols, bgr.rows, limit_side);
+  in.resized_h = size.height;
+  in.resized_w = size.width;
+  cv::Mat resized;
+  if (size == bgr.size()) {
+    resized = bgr;
+  } else {
+    cv::resize(bgr, resized, size, 0, 0, cv::INTER_LINEAR);
+  }
+  static const float kMean[3] = {0.485f, 0.456f, 0.406f};
+  static const float kStd[3] = {0.229f, 0.224f, 0.225f};
+  const int h = size.height, w = size.width;
+  in.tensor = Tensor::empty(DType::kF32, {1, 3, h, w});
+  float* dst = in.tensor.data<float>();
+  const size_t plane = static_cast<size_t>(h) * w;
+  for (int y = 0; y < h; ++y) {
+    const uint8_t* row = resized.ptr<uint8_t>(y);
+    for (int x = 0; x < w; ++x) {
+      for (int c = 0; c < 3; ++c) {
+        float v = static_cast<float>(row[3 * x + c]) / 255.0f;
+        dst[c * plane + static_cast<size_t>(y) * w + x] = (v - kMean[c]) / kStd[c];
+      }
+    }
+  }
+  return in;
+}
+
+}  // namespace steadyocr::pipeline

@@ -1,0 +1,204 @@
+#include "pipeline/pipeline.h"
+
+#include <filesystem>
+
+#include "core/log.h"
+#include "core/parallel.h"
+#include "core/timer.h"
+#include "pipeline/crop.h"
+#include "pipeline/det_preprocess.h"
+
+namespace steadyocr::pipeline {
+
+struct Pipeline::Work {
+  const cv::Mat* image = nullptr;
+  Status status;
+  OcrResult result;
+  Tensor prob;  // detector output
+  std::vector<DetBox> boxes;
+  std::vector<cv::Mat> crops;
+};
+
+ModelPaths model_paths_in(const std::string& dir) {
+  std::filesystem::path d(dir);
+  return {(d / "ch_PP-OCRv4_det_infer.onnx").string(), (d / "ch_PP-OCRv4_rec_infer.onnx").string(),
+          (d / "ch_ppocr_mobile_v2.0_cls_infer.onnx").string(), (d / "ppocr_keys_v1.txt").string()};
+}
+
+namespace {
+
+Result<std::unique_ptr<runtime::Model>> load_model(const std::string& what, const std::string& path,
+                                                   const std::shared_ptr<Backend>& backend) {
+  if (!std::filesystem::exists(path)) {
+    return not_found(what + " model " + path + " not found: pass --models DIR or --" + what +
+                     "-model PATH (scripts/setup.sh fetches the PP-OCR models into models/)");
+  }
+  auto m = runtime::Model::load(path, backend);
+  if (!m.is_ok()) return m.status().with_context("loading " + what + " model " + path);
+  return m;
+}
+
+// A static dimension of the model's single input/output, or -1 when it is dynamic or unknown.
+int64_t static_dim(const std::vector<graph::Value*>& values, int axis) {
+  if (values.size() != 1 || values[0] == nullptr) return -1;
+  const Shape& s = values[0]->shape;
+  if (axis < 0) axis += static_cast<int>(s.size());
+  if (axis < 0 || axis >= static_cast<int>(s.size())) return -1;
+  return s[axis] > 0 ? s[axis] : -1;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Pipeline>> Pipeline::load(const ModelPaths& paths, std::shared_ptr<Backend> backend,
+                                                 const PipelineOptions& options) {
+  PipelineOptions opts = options;
+  std::shared_ptr<runtime::Runner> det, rec, cls;
+  Dictionary dict;
+  if (opts.mode != OcrMode::kRecOnly) {
+    ASSIGN_OR_RETURN(std::unique_ptr<runtime::Model> m, load_model("det", paths.det, backend));
+    det = std::move(m);
+  }
+  if (opts.mode != OcrMode::kDetOnly) {
+    if (!std::filesystem::exists(paths.dict)) {
+      return not_found("dictionary " + paths.dict +
+                       " not found: pass --models DIR or --dict PATH (the character list of the recognition model)");
+    }
+    ASSIGN_OR_RETURN(dict, Dictionary::load(paths.dict));
+    ASSIGN_OR_RETURN(std::unique_ptr<runtime::Model> m, load_model("rec", paths.rec, backend));
+    int64_t classes = static_dim(m->graph().outputs(), -1);
+    if (classes > 0 && classes != dict.num_classes()) {
+      return invalid_argument("recognition model " + paths.rec + " has " + std::to_string(classes) +
+                              " output classes but dictionary " + paths.dict + " gives " +
+                              std::to_string(dict.num_classes()) + " (" + std::to_string(dict.num_classes() - 2) +
+                              " lines + blank + space); pass the model's own dictionary with --dict");
+    }
+    int64_t height = static_dim(m->graph().inputs(), 2);
+    if (height > 0) opts.rec.height = static_cast<int>(height);
+    rec = std::move(m);
+  }
+  if (opts.use_cls && opts.mode != OcrMode::kDetOnly) {
+    ASSIGN_OR_RETURN(std::unique_ptr<runtime::Model> m, load_model("cls", paths.cls, backend));
+    int64_t h = static_dim(m->graph().inputs(), 2), w = static_dim(m->graph().inputs(), 3);
+    if (h > 0) opts.cls.height = static_cast<int>(h);
+    if (w > 0) opts.cls.width = static_cast<int>(w);
+    cls = std::move(m);
+  }
+  return std::make_unique<Pipeline>(std::move(det), std::move(rec), std::move(cls), std::move(dict), opts);
+}
+
+Pipeline::Pipeline(std::shared_ptr<runtime::Runner> det, std::shared_ptr<runtime::Runner> rec,
+                   std::shared_ptr<runtime::Runner> cls, Dictionary dict, PipelineOptions options)
+    : det_(std::move(det)), options_(options) {
+  if (rec) rec_ = std::make_unique<Recognizer>(std::move(rec), std::move(dict), options_.rec);
+  if (cls && options_.use_cls) cls_ = std::make_unique<AngleClassifier>(std::move(cls), options_.cls);
+}
+
+std::string Pipeline::backend_name() const {
+  if (det_) return det_->backend_name();
+  if (rec_) return rec_->model().backend_name();
+  return "none";
+}
+
+Status Pipeline::detect(Work& w) const {
+  if (!det_) return internal_error("pipeline built without a detection model");
+  Stopwatch sw;
+  DetInput in = det_preprocess(*w.image, options_.det_limit_side);
+  ASSIGN_OR_RETURN(w.prob, det_->run(in.tensor));
+  if (w.prob.dtype() != DType::kF32 || w.prob.numel() != int64_t{in.resized_h} * in.resized_w ||
+      w.prob.dim(-1) != in.resized_w) {
+    return internal_error("detection model returned " + w.prob.describe() + " for input " + in.tensor.describe() +
+                          "; expected a f32[1, 1, H, W] probability map");
+  }
+  w.result.timings.det = sw.elapsed_ms();
+  return Status::ok();
+}
+
+void Pipeline::post_process(Work& w) const {
+  Stopwatch sw;
+  const cv::Mat& img = *w.image;
+  int map_w = static_cast<int>(w.prob.dim(-1));
+  int map_h = static_cast<int>(w.prob.numel() / map_w);
+  w.boxes = db_postprocess(w.prob.data<float>(), map_h, map_w, img.rows, img.cols, options_.db);
+  w.prob = Tensor();
+  if (options_.mode == OcrMode::kFull) {
+    w.crops.resize(w.boxes.size());
+    // Runs inline when pictures are already processed in parallel (nested regions are serial).
+    parallel_for(static_cast<int64_t>(w.boxes.size()), [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) w.crops[i] = crop_text_region(img, w.boxes[i].quad);
+    });
+  }
+  w.result.timings.post = sw.elapsed_ms();
+}
+
+Status Pipeline::read_lines(Work& w) const {
+  const cv::Mat& img = *w.image;
+  if (options_.mode == OcrMode::kDetOnly) {
+    for (const auto& b : w.boxes) w.result.lines.push_back({"", b.score, b.quad});
+    return Status::ok();
+  }
+  if (!rec_) return internal_error("pipeline built without a recognition model");
+  if (options_.mode == OcrMode::kRecOnly) {
+    w.crops = {img};
+    const float r = static_cast<float>(img.cols), b = static_cast<float>(img.rows);
+    w.boxes = {DetBox{{cv::Point2f(0, 0), cv::Point2f(r, 0), cv::Point2f(r, b), cv::Point2f(0, b)}, 1.f}};
+  }
+  if (cls_ && !w.crops.empty()) {
+    Stopwatch sw;
+    ASSIGN_OR_RETURN(int turned, cls_->apply(w.crops));
+    if (turned > 0) log::debug("pipeline", "angle classifier turned {} of {} crops", turned, w.crops.size());
+    w.result.timings.cls = sw.elapsed_ms();
+  }
+  Stopwatch sw;
+  ASSIGN_OR_RETURN(std::vector<RecText> texts, rec_->recognize(w.crops));
+  w.result.timings.rec = sw.elapsed_ms();
+  for (size_t i = 0; i < texts.size(); ++i) {
+    if (options_.mode == OcrMode::kFull && texts[i].score < options_.drop_score) continue;
+    w.result.lines.push_back({std::move(texts[i].text), texts[i].score, w.boxes[i].quad});
+  }
+  w.crops.clear();
+  return Status::ok();
+}
+
+std::vector<Result<OcrResult>> Pipeline::run_many(const std::vector<cv::Mat>& images) const {
+  std::vector<Work> work(images.size());
+  const std::string backend = backend_name();
+  for (size_t i = 0; i < images.size(); ++i) {
+    work[i].image = &images[i];
+    work[i].result.width = images[i].cols;
+    work[i].result.height = images[i].rows;
+    work[i].result.backend = backend;
+    if (images[i].empty() || images[i].type() != CV_8UC3) {
+      work[i].status = invalid_argument("the pipeline takes 8-bit BGR pictures (got an empty or other-type image)");
+    }
+  }
+  if (options_.mode != OcrMode::kRecOnly) {
+    for (auto& w : work) {
+      if (w.status.is_ok()) w.status = detect(w);
+    }
+    parallel_for_each(static_cast<int64_t>(work.size()), [&](int64_t i) {
+      if (work[i].status.is_ok()) post_process(work[i]);
+    });
+  }
+  for (auto& w : work) {
+    if (w.status.is_ok()) w.status = read_lines(w);
+  }
+  std::vector<Result<OcrResult>> out;
+  out.reserve(work.size());
+  for (auto& w : work) {
+    if (!w.status.is_ok()) {
+      out.emplace_back(w.status);
+      continue;
+    }
+    StageTimes& t = w.result.timings;
+    t.total = t.decode + t.det + t.post + t.cls + t.rec;
+    out.emplace_back(std::move(w.result));
+  }
+  return out;
+}
+
+Result<OcrResult> Pipeline::run(const cv::Mat& bgr) const {
+  std::vector<cv::Mat> one{bgr};
+  return std::move(run_many(one)[0]);
+}
+
+}  // namespace steadyocr::pipeline

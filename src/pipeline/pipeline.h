@@ -1,0 +1,99 @@
+// The PP-OCR pipeline: detection (DB) -> optional angle classification -> recognition (CTC), with
+// PaddleOCR predict_system semantics and per-stage timings. Decoding is separate (image_decode.h).
+#pragma once
+
+#include <opencv2/core.hpp>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backends/backend.h"
+#include "core/status.h"
+#include "pipeline/db_postprocess.h"
+#include "pipeline/dictionary.h"
+#include "pipeline/recognizer.h"
+#include "runtime/model.h"
+
+namespace steadyocr::pipeline {
+
+// Model files of one PP-OCR set.
+struct ModelPaths {
+  std::string det;
+  std::string rec;
+  std::string cls;
+  std::string dict;
+};
+
+// The standard file names inside a models directory (PP-OCRv4 det/rec, mobile v2.0 cls, ppocr_keys_v1.txt).
+ModelPaths model_paths_in(const std::string& dir);
+
+enum class OcrMode {
+  kFull,     // detect, then read every box
+  kDetOnly,  // boxes only (text empty, score = detection box score)
+  kRecOnly,  // each picture is one text line: no detection, read the whole picture
+};
+
+struct PipelineOptions {
+  OcrMode mode = OcrMode::kFull;
+  bool use_cls = false;
+  int det_limit_side = 960;  // longer side of the detector input
+  DbOptions db;
+  RecOptions rec;
+  ClsOptions cls;
+  float drop_score = 0.5f;  // lines read with a lower score are dropped (full mode)
+};
+
+struct TextLine {
+  std::string text;
+  float score = 0;
+  Quad box;  // in the decoded picture's pixels: TL, TR, BR, BL
+};
+
+// Milliseconds per stage for one picture: det = pre-processing + model, post = DB + crops,
+// rec = pre-processing + model + CTC. total is their sum (plus decode when the caller sets it).
+struct StageTimes {
+  double decode = 0, det = 0, post = 0, cls = 0, rec = 0, total = 0;
+};
+
+struct OcrResult {
+  std::vector<TextLine> lines;
+  StageTimes timings;
+  std::string backend;  // where the models ran
+  int width = 0, height = 0;
+};
+
+class Pipeline {
+ public:
+  // Loads the models the mode needs from `paths` onto `backend` and checks they fit together (dictionary
+  // size vs recogniser classes, input heights). Errors name the file and the fix.
+  static Result<std::unique_ptr<Pipeline>> load(const ModelPaths& paths, std::shared_ptr<Backend> backend,
+                                                const PipelineOptions& options);
+
+  // From runners built elsewhere (tests, the engine's fallback-aware runners). det may be null in rec-only
+  // mode, rec in det-only mode, cls when options.use_cls is false.
+  Pipeline(std::shared_ptr<runtime::Runner> det, std::shared_ptr<runtime::Runner> rec,
+           std::shared_ptr<runtime::Runner> cls, Dictionary dict, PipelineOptions options);
+
+  // Runs every stage on one 8-bit BGR picture. Thread-safe.
+  Result<OcrResult> run(const cv::Mat& bgr) const;
+  // Runs several pictures stage by stage: host stages (DB post-processing, crops) in parallel across
+  // pictures, model stages one picture at a time with all threads. Results follow the input order.
+  std::vector<Result<OcrResult>> run_many(const std::vector<cv::Mat>& images) const;
+
+  const PipelineOptions& options() const { return options_; }
+  std::string backend_name() const;
+
+ private:
+  struct Work;
+  Status detect(Work& w) const;
+  void post_process(Work& w) const;
+  Status read_lines(Work& w) const;
+
+  std::shared_ptr<runtime::Runner> det_;
+  std::unique_ptr<Recognizer> rec_;
+  std::unique_ptr<AngleClassifier> cls_;
+  PipelineOptions options_;
+};
+
+}  // namespace steadyocr::pipeline

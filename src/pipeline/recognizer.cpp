@@ -1,0 +1,108 @@
+#include "pipeline/recognizer.h"
+
+#include <opencv2/imgproc.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "core/parallel.h"
+
+namespace steadyocr::pipeline {
+
+void rec_normalize(const cv::Mat& crop, int height, int width, float* dst) {
+  const size_t plane = static_cast<size_t>(height) * width;
+  std::fill(dst, dst + 3 * plane, 0.f);
+  double want = std::ceil(static_cast<double>(height * crop.cols) / static_cast<double>(crop.rows));
+  int resized_w = want > width ? width : static_cast<int>(want);
+  if (resized_w <= 0) return;
+  cv::Mat resized;
+  cv::resize(crop, resized, cv::Size(resized_w, height), 0, 0, cv::INTER_LINEAR);
+  for (int y = 0; y < height; ++y) {
+    const uint8_t* row = resized.ptr<uint8_t>(y);
+    for (int x = 0; x < resized_w; ++x) {
+      for (int c = 0; c < 3; ++c) {
+        float v = static_cast<float>(row[3 * x + c]) / 255.0f;
+        dst[c * plane + static_cast<size_t>(y) * width + x] = (v - 0.5f) / 0.5f;
+      }
+    }
+  }
+}
+
+int rec_batch_width(double max_ratio, const RecOptions& options) {
+  double ratio = std::max(options.min_width / static_cast<double>(options.height), max_ratio);
+  return static_cast<int>(options.height * ratio);
+}
+
+Result<std::vector<RecText>> Recognizer::recognize(const std::vector<cv::Mat>& crops) const {
+  std::vector<RecText> out(crops.size());
+  if (crops.empty()) return out;
+  std::vector<double> ratio(crops.size());
+  for (size_t i = 0; i < crops.size(); ++i) ratio[i] = crops[i].cols / static_cast<double>(crops[i].rows);
+  // Similar widths share a batch, so little of each batch is padding.
+  std::vector<size_t> order(crops.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return ratio[a] < ratio[b]; });
+
+  const int h = options_.height;
+  const size_t batch = static_cast<size_t>(std::max(options_.batch, 1));
+  for (size_t start = 0; start < order.size(); start += batch) {
+    const size_t n = std::min(batch, order.size() - start);
+    double max_ratio = 0;
+    for (size_t k = 0; k < n; ++k) max_ratio = std::max(max_ratio, ratio[order[start + k]]);
+    const int w = rec_batch_width(max_ratio, options_);
+    Tensor input = Tensor::empty(DType::kF32, {static_cast<int64_t>(n), 3, h, w});
+    float* base = input.data<float>();
+    parallel_for(static_cast<int64_t>(n), [&](int64_t b, int64_t e) {
+      for (int64_t k = b; k < e; ++k) rec_normalize(crops[order[start + k]], h, w, base + k * 3 * h * w);
+    });
+    ASSIGN_OR_RETURN(Tensor probs, model_->run(input));
+    if (probs.dtype() != DType::kF32 || probs.rank() != 3 || probs.dim(0) != static_cast<int64_t>(n)) {
+      return internal_error("recognition model returned " + probs.describe() + " for input " + input.describe() +
+                            "; expected f32[batch, steps, classes]");
+    }
+    if (probs.dim(2) != dict_.num_classes()) {
+      return invalid_argument("recognition model outputs " + std::to_string(probs.dim(2)) + " classes but dictionary " +
+                              dict_.path() + " gives " + std::to_string(dict_.num_classes()) + " (" +
+                              std::to_string(dict_.num_classes() - 2) +
+                              " lines + blank + space); pass the dictionary that belongs to the model with --dict");
+    }
+    const int steps = static_cast<int>(probs.dim(1)), classes = static_cast<int>(probs.dim(2));
+    const float* p = probs.data<float>();
+    for (size_t k = 0; k < n; ++k) {
+      out[order[start + k]] = ctc_greedy_decode(p + k * static_cast<size_t>(steps) * classes, steps, classes, dict_);
+    }
+  }
+  return out;
+}
+
+Result<int> AngleClassifier::apply(std::vector<cv::Mat>& crops) const {
+  int turned = 0;
+  const int h = options_.height, w = options_.width;
+  const size_t batch = static_cast<size_t>(std::max(options_.batch, 1));
+  for (size_t start = 0; start < crops.size(); start += batch) {
+    const size_t n = std::min(batch, crops.size() - start);
+    Tensor input = Tensor::empty(DType::kF32, {static_cast<int64_t>(n), 3, h, w});
+    float* base = input.data<float>();
+    for (size_t k = 0; k < n; ++k) rec_normalize(crops[start + k], h, w, base + k * 3 * h * w);
+    ASSIGN_OR_RETURN(Tensor probs, model_->run(input));
+    if (probs.dtype() != DType::kF32 || probs.rank() != 2 || probs.dim(0) != static_cast<int64_t>(n) ||
+        probs.dim(1) < 2) {
+      return internal_error("angle classifier returned " + probs.describe() + " for input " + input.describe() +
+                            "; expected f32[batch, 2]");
+    }
+    const int64_t classes = probs.dim(1);
+    const float* p = probs.data<float>();
+    for (size_t k = 0; k < n; ++k) {
+      const float* row = p + k * classes;
+      int64_t best = std::max_element(row, row + classes) - row;
+      if (best == 1 && row[1] > options_.thresh) {
+        cv::rotate(crops[start + k], crops[start + k], cv::ROTATE_180);
+        ++turned;
+      }
+    }
+  }
+  return turned;
+}
+
+}  // namespace steadyocr::pipeline

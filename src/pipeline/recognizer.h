@@ -1,0 +1,70 @@
+// Text recognition (PP-OCR CRNN/SVTR with CTC head): crops batched by aspect ratio, resized to the model's
+// height, normalised to [-1, 1], zero-padded on the right, then greedy CTC over the dictionary.
+#pragma once
+
+#include <opencv2/core.hpp>
+
+#include <memory>
+#include <vector>
+
+#include "core/status.h"
+#include "pipeline/ctc_decode.h"
+#include "pipeline/dictionary.h"
+#include "runtime/model.h"
+
+namespace steadyocr::pipeline {
+
+struct RecOptions {
+  int height = 48;      // model input height
+  int min_width = 320;  // a batch is at least this wide
+  int batch = 6;        // crops per model run
+};
+
+// Writes one crop into `dst` (3 x height x width floats, CHW): resized (bilinear) to `height` rows keeping its
+// aspect ratio (ceil), capped at `width` columns, scaled to [-1, 1], zeros to the right.
+void rec_normalize(const cv::Mat& crop, int height, int width, float* dst);
+
+// Input width of a batch whose widest crop has aspect ratio `max_ratio` (width / height).
+int rec_batch_width(double max_ratio, const RecOptions& options);
+
+class Recognizer {
+ public:
+  Recognizer(std::shared_ptr<runtime::Runner> model, Dictionary dict, RecOptions options)
+      : model_(std::move(model)), dict_(std::move(dict)), options_(options) {}
+
+  // Reads each crop (8-bit BGR); the results follow the crops' order. Fails when the model fails or its
+  // output does not match the dictionary.
+  Result<std::vector<RecText>> recognize(const std::vector<cv::Mat>& crops) const;
+
+  const Dictionary& dictionary() const { return dict_; }
+  const RecOptions& options() const { return options_; }
+  runtime::Runner& model() const { return *model_; }
+
+ private:
+  std::shared_ptr<runtime::Runner> model_;
+  Dictionary dict_;
+  RecOptions options_;
+};
+
+struct ClsOptions {
+  int height = 48;
+  int width = 192;
+  int batch = 6;
+  float thresh = 0.9f;  // a crop is turned when "upside down" wins with more than this probability
+};
+
+// The text-direction classifier: turns crops read upside down by 180 degrees.
+class AngleClassifier {
+ public:
+  AngleClassifier(std::shared_ptr<runtime::Runner> model, ClsOptions options)
+      : model_(std::move(model)), options_(options) {}
+
+  // Rotates in place the crops classified as upside down; returns how many were turned.
+  Result<int> apply(std::vector<cv::Mat>& crops) const;
+
+ private:
+  std::shared_ptr<runtime::Runner> model_;
+  ClsOptions options_;
+};
+
+}  // namespace steadyocr::pipeline

@@ -1,0 +1,40 @@
+// Output formats of OCR results: one JSON object keyed by image name (what ocr_eval.py reads), JSON Lines,
+// TSV and plain text.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+#include <vector>
+
+#include "pipeline/pipeline.h"
+
+namespace steadyocr::pipeline {
+
+enum class OutputFormat { kJson, kJsonl, kTsv, kText };
+
+// Parses "json|jsonl|tsv|text"; false on anything else.
+bool parse_output_format(const std::string& name, OutputFormat* out);
+
+// One input's outcome: its result, or the error that stopped it (then `result` holds what is known:
+// backend and timings so far).
+struct ImageOutcome {
+  std::string name;  // key in the output (the file's base name unless two inputs share it)
+  std::string path;
+  bool ok = true;
+  std::string error;
+  OcrResult result;
+};
+
+// {"lines": [{"text", "score", "box"}], "backend", "timings_ms": {...}} (+ "error" when it failed).
+nlohmann::ordered_json outcome_to_json(const ImageOutcome& outcome);
+
+// The whole output document in `format` (UTF-8; ends with a newline unless empty).
+std::string format_outcomes(const std::vector<ImageOutcome>& outcomes, OutputFormat format);
+
+// One image's part of a streamable format (jsonl, tsv, text): what format_outcomes writes for it. The TSV
+// header is separate.
+std::string format_outcome(const ImageOutcome& outcome, OutputFormat format);
+std::string tsv_header();
+
+}  // namespace steadyocr::pipeline
