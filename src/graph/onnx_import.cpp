@@ -462,7 +462,8 @@ Result<Graph> import_onnx_bytes(const std::string& bytes, const std::string& mod
                     model_name, opset));
   }
   Graph graph;
-  graph.set_name(model.graph().name().empty() ? model_name : model.graph().name());
+  // The file name, not the ONNX graph name ("Model from PaddlePaddle."): it is what users recognise in messages.
+  graph.set_name(model_name);
   ImportContext ctx;
   ctx.graph = &graph;
   ctx.model_name = model_name;

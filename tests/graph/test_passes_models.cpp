@@ -115,6 +115,14 @@ TEST(PassesModels, Det) {
   check_numerics(st, "det", shape, 1.2e-7);
 }
 
+TEST(PassesModels, DetOddSize) {
+  SO_REQUIRE_MODELS();
+  const Shape shape = {1, 3, 64, 224};
+  Stages st = run_stages("ch_PP-OCRv4_det_infer.onnx", shape);
+  EXPECT_EQ(st.opt.outputs()[0]->shape, (Shape{1, 1, 64, 224}));
+  check_numerics(st, "det_odd", shape, 1.2e-7);  // see Det
+}
+
 TEST(PassesModels, Rec) {
   SO_REQUIRE_MODELS();
   const Shape shape = {2, 3, 48, 160};
