@@ -42,9 +42,18 @@ const char* attr_type_name(onnx::AttributeProto::AttributeType t) {
   }
 }
 
-template <typename T>
-void copy_le(const std::string& raw, Tensor& t) {
-  std::memcpy(t.raw(), raw.data(), raw.size());
+// How many values the typed field for `type` holds.
+size_t typed_count(const onnx::TensorProto& t) {
+  switch (t.data_type()) {
+    case onnx::TensorProto::FLOAT:
+      return static_cast<size_t>(t.float_data_size());
+    case onnx::TensorProto::DOUBLE:
+      return static_cast<size_t>(t.double_data_size());
+    case onnx::TensorProto::INT64:
+      return static_cast<size_t>(t.int64_data_size());
+    default:
+      return static_cast<size_t>(t.int32_data_size());  // INT32, FLOAT16, BFLOAT16, UINT8, BOOL
+  }
 }
 
 }  // namespace
@@ -102,15 +111,16 @@ Result<Tensor> tensor_from_proto(const onnx::TensorProto& t, const std::string& 
   }
   const bool is_double = t.data_type() == onnx::TensorProto::DOUBLE;
   const size_t src_elem = is_double ? 8 : dtype_size(dtype);
-  Tensor out = Tensor::empty(dtype, shape);
   const auto n = static_cast<size_t>(numel);
-
+  // Sizes are checked against the data actually present before allocating, so a corrupt header cannot ask
+  // for more memory than the file holds.
   if (t.has_raw_data()) {
     const std::string& raw = t.raw_data();
     if (raw.size() != n * src_elem) {
       return data_loss(fmt::format("{} {} needs {} bytes of data but has {} (corrupt or truncated model)", what,
                                    shape_str(shape), n * src_elem, raw.size()));
     }
+    Tensor out = Tensor::empty(dtype, shape);
     if (is_double) {
       for (size_t i = 0; i < n; ++i) {
         double v;
@@ -118,42 +128,36 @@ Result<Tensor> tensor_from_proto(const onnx::TensorProto& t, const std::string& 
         out.data<float>()[i] = static_cast<float>(v);
       }
     } else if (n) {
-      copy_le<char>(raw, out);
+      std::memcpy(out.raw(), raw.data(), raw.size());  // ONNX raw data is little-endian, as is every host we run on
     }
     return out;
   }
-
-  auto count_error = [&](size_t have) {
-    return data_loss(
-        fmt::format("{} {} needs {} values but has {} (corrupt or truncated model)", what, shape_str(shape), n, have));
-  };
+  if (typed_count(t) != n) {
+    return data_loss(fmt::format("{} {} needs {} values but has {} (corrupt or truncated model)", what,
+                                 shape_str(shape), n, typed_count(t)));
+  }
+  Tensor out = Tensor::empty(dtype, shape);
   switch (t.data_type()) {
     case onnx::TensorProto::FLOAT:
-      if (static_cast<size_t>(t.float_data_size()) != n) return count_error(t.float_data_size());
       for (size_t i = 0; i < n; ++i) out.data<float>()[i] = t.float_data(static_cast<int>(i));
       break;
     case onnx::TensorProto::DOUBLE:
-      if (static_cast<size_t>(t.double_data_size()) != n) return count_error(t.double_data_size());
       for (size_t i = 0; i < n; ++i) out.data<float>()[i] = static_cast<float>(t.double_data(static_cast<int>(i)));
       break;
     case onnx::TensorProto::INT64:
-      if (static_cast<size_t>(t.int64_data_size()) != n) return count_error(t.int64_data_size());
       for (size_t i = 0; i < n; ++i) out.data<int64_t>()[i] = t.int64_data(static_cast<int>(i));
       break;
     case onnx::TensorProto::INT32:
-      if (static_cast<size_t>(t.int32_data_size()) != n) return count_error(t.int32_data_size());
       for (size_t i = 0; i < n; ++i) out.data<int32_t>()[i] = t.int32_data(static_cast<int>(i));
       break;
     case onnx::TensorProto::FLOAT16:
     case onnx::TensorProto::BFLOAT16:
-      if (static_cast<size_t>(t.int32_data_size()) != n) return count_error(t.int32_data_size());
       for (size_t i = 0; i < n; ++i) {
         out.data<uint16_t>()[i] = static_cast<uint16_t>(t.int32_data(static_cast<int>(i)));
       }
       break;
     case onnx::TensorProto::UINT8:
     case onnx::TensorProto::BOOL:
-      if (static_cast<size_t>(t.int32_data_size()) != n) return count_error(t.int32_data_size());
       for (size_t i = 0; i < n; ++i) out.data<uint8_t>()[i] = static_cast<uint8_t>(t.int32_data(static_cast<int>(i)));
       break;
     default:

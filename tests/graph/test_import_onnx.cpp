@@ -504,6 +504,23 @@ TEST(ImportOnnx, StructuralErrors) {
   }
 }
 
+TEST(ImportOnnx, HugeDeclaredTensorIsRefusedBeforeAllocating) {
+  OnnxBuilder b(13);
+  b.input("x", {4});
+  auto* t = b.model().mutable_graph()->add_initializer();
+  t->set_name("w");
+  t->set_data_type(onnx::TensorProto::FLOAT);
+  t->add_dims(int64_t{1} << 31);  // 8 GiB of floats declared, none present
+  b.node("Add", {"x", "w"}, {"y"});
+  b.output("y");
+  auto g = import(b);
+  EXPECT_EQ(g.status().code(), StatusCode::kDataLoss);
+  t->add_dims(int64_t{1} << 31);  // beyond the element limit
+  g = import(b);
+  EXPECT_EQ(g.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_TRUE(contains(g.status().message(), "too large")) << g.status().message();
+}
+
 TEST(ImportOnnx, MalformedBytesNeverCrash) {
   EXPECT_EQ(import_onnx_bytes("", "empty.onnx").status().code(), StatusCode::kInvalidArgument);
   auto e = import_onnx_bytes("this is not a protobuf \x01\x02\xff\xff", "text.onnx");
