@@ -1,0 +1,51 @@
+// Shared by the CUDA backend tests: creating a backend or skipping with the reason, loading the real models.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+
+#include "core/npy.h"
+#include "graph/onnx_import.h"
+#include "graph/passes/passes.h"
+#include "runtime/backend_registry.h"
+#include "runtime/cuda_plugin.h"
+#include "test_util.h"
+
+namespace steadyocr::testing {
+
+inline std::shared_ptr<Backend> cuda_backend_or_null(const std::string& name, std::string* why, size_t budget = 0) {
+  runtime::BackendOptions o;
+  o.gpu_memory_budget_bytes = budget;
+  auto b = runtime::create_backend(name, o);
+  if (!b.is_ok()) {
+    *why = b.status().to_string();
+    return nullptr;
+  }
+  return *b;
+}
+
+// A GPU test starts with this: skips with the loader's reason where no CUDA device is usable.
+#define SO_CUDA_BACKEND_OR_SKIP(var, name)                                  \
+  std::string so_why_##var;                                                 \
+  std::shared_ptr<Backend> var = cuda_backend_or_null(name, &so_why_##var); \
+  if (!var) GTEST_SKIP() << "no CUDA device: " << so_why_##var
+
+// The model file, imported, specialised for `shape` and optimised as the runtime does.
+inline Result<graph::Graph> optimized_model(const std::string& file, const Shape& shape) {
+  ASSIGN_OR_RETURN(graph::Graph g, graph::import_onnx(models_dir() + "/" + file));
+  RETURN_IF_ERROR(graph::specialize(g, {shape}));
+  RETURN_IF_ERROR(graph::optimize(g));
+  return g;
+}
+
+inline Result<Tensor> golden(const std::string& name) {
+  return load_npy(shared_data_dir() + "/golden/" + name + ".npy");
+}
+
+constexpr const char* kDetModel = "ch_PP-OCRv4_det_infer.onnx";
+constexpr const char* kRecModel = "ch_PP-OCRv4_rec_infer.onnx";
+constexpr const char* kClsModel = "ch_ppocr_mobile_v2.0_cls_infer.onnx";
+
+}  // namespace steadyocr::testing

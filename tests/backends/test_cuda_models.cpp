@@ -1,0 +1,188 @@
+// The CUDA backends on the real models: golden outputs (fp32 and reduced precision), and a per-node comparison
+// with the reference backend that names the first op that goes wrong. Skips where no CUDA device is usable.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "backends/reference/reference_backend.h"
+#include "cuda_test_util.h"
+#include "runtime/model.h"
+
+namespace steadyocr::testing {
+namespace {
+
+struct GoldenCase {
+  const char* model;
+  const char* input;
+  const char* output;
+};
+
+const GoldenCase kGolden[] = {{kDetModel, "det_input", "det_output"},
+                              {kDetModel, "det_odd_input", "det_odd_output"},
+                              {kRecModel, "rec_input", "rec_output"},
+                              {kClsModel, "cls_input", "cls_output"}};
+
+// Share of rows (over the last axis) whose argmax agrees.
+double argmax_agreement(const Tensor& a, const Tensor& b) {
+  const int64_t cols = a.shape().back();
+  const int64_t rows = a.numel() / cols;
+  int64_t same = 0;
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* pa = a.data<float>() + r * cols;
+    const float* pb = b.data<float>() + r * cols;
+    same += (std::max_element(pa, pa + cols) - pa) == (std::max_element(pb, pb + cols) - pb);
+  }
+  return rows ? static_cast<double>(same) / rows : 1.0;
+}
+
+void check_golden(const std::string& backend_name, double max_nmse, double min_agreement) {
+  SO_REQUIRE_MODELS();
+  SO_REQUIRE_SHARED_DATA();
+  SO_CUDA_BACKEND_OR_SKIP(backend, backend_name);
+  for (const GoldenCase& gc : kGolden) {
+    SCOPED_TRACE(gc.input);
+    auto model = runtime::Model::load(models_dir() + "/" + gc.model, backend);
+    ASSERT_TRUE(model.is_ok()) << model.status().to_string();
+    auto in = golden(gc.input);
+    auto expect = golden(gc.output);
+    ASSERT_TRUE(in.is_ok() && expect.is_ok());
+    for (int rep = 0; rep < 3; ++rep) {  // eager, then captured graph replays
+      auto out = (*model)->run(*in);
+      ASSERT_TRUE(out.is_ok()) << out.status().to_string();
+      Comparison c = compare(*out, *expect);
+      std::printf("%s %s run %d: %s\n", backend_name.c_str(), gc.input, rep, c.describe().c_str());
+      EXPECT_TRUE(c.shape_match);
+      EXPECT_EQ(c.non_finite, 0);
+      EXPECT_LE(c.nmse, max_nmse) << c.describe();
+      if (out->shape().size() != 4) EXPECT_GE(argmax_agreement(*out, *expect), min_agreement);
+    }
+  }
+}
+
+TEST(CudaModels, GoldenFp32) {
+  check_golden("cuda-fp32", 1e-6, 1.0);
+}
+
+TEST(CudaModels, GoldenFp16) {
+  check_golden("cuda-fp16", 1e-3, 0.98);
+}
+
+// Runs every node of the optimised model alone on CUDA, fed with the reference's own intermediate values, and
+// compares each output with the reference: a failing golden test then points at the op.
+void per_node(const std::string& backend_name, const char* model_file, const char* input_name, double tol) {
+  SO_REQUIRE_MODELS();
+  SO_REQUIRE_SHARED_DATA();
+  SO_CUDA_BACKEND_OR_SKIP(backend, backend_name);
+  auto in = golden(input_name);
+  ASSERT_TRUE(in.is_ok());
+  auto g = optimized_model(model_file, in->shape());
+  ASSERT_TRUE(g.is_ok()) << g.status().to_string();
+  std::map<const graph::Value*, Tensor> values;
+  values[g->inputs()[0]] = *in;
+  int failures = 0, checked = 0;
+  for (const auto& n : g->nodes()) {
+    std::vector<const Tensor*> ins;
+    for (const graph::Value* v : n->inputs) {
+      if (!v) {
+        ins.push_back(nullptr);
+      } else if (v->is_constant()) {
+        ins.push_back(&v->constant);
+      } else {
+        ins.push_back(&values[v]);
+      }
+    }
+    std::vector<Tensor> ref;
+    Status s = run_node_reference(*n, ins, &ref);
+    ASSERT_TRUE(s.is_ok()) << s.to_string();
+    for (size_t i = 0; i < n->outputs.size(); ++i) values[n->outputs[i]] = ref[i];
+    // The node alone, its computed inputs as graph inputs.
+    graph::Graph one;
+    std::vector<graph::Value*> one_ins;
+    std::vector<Tensor> feeds;
+    for (const graph::Value* v : n->inputs) {
+      if (!v) {
+        one_ins.push_back(nullptr);
+      } else if (v->is_constant()) {
+        one_ins.push_back(one.add_constant(v->name, v->constant));
+      } else {
+        graph::Value* nv = one.add_value(v->name, v->dtype, v->shape);
+        one.inputs().push_back(nv);
+        one_ins.push_back(nv);
+        feeds.push_back(values[v]);
+      }
+    }
+    std::vector<graph::Value*> one_outs;
+    for (const graph::Value* v : n->outputs) one_outs.push_back(one.add_value(v->name, v->dtype, v->shape));
+    one.add_node(n->op, n->name, one_ins, one_outs, n->attrs);
+    for (auto* o : one_outs) one.outputs().push_back(o);
+    auto prepared = backend->prepare(one);
+    ASSERT_TRUE(prepared.is_ok()) << n->describe() << ": " << prepared.status().to_string();
+    std::vector<Tensor> got;
+    s = (*prepared)->run(feeds, &got);
+    ASSERT_TRUE(s.is_ok()) << n->describe() << ": " << s.to_string();
+    ++checked;
+    for (size_t i = 0; i < got.size(); ++i) {
+      if (ref[i].dtype() != DType::kF32) continue;
+      Comparison c = compare(got[i], ref[i]);
+      if (c.nmse > tol || c.non_finite || !c.shape_match) {
+        if (++failures <= 12) {
+          ADD_FAILURE() << n->describe() << " output " << i << " " << shape_str(ref[i].shape()) << ": " << c.describe();
+        }
+      }
+    }
+  }
+  std::printf("%s %s: %d nodes checked alone, %d differ beyond %.0e\n", backend_name.c_str(), model_file, checked,
+              failures, tol);
+}
+
+TEST(CudaModels, PerNodeDetFp32) {
+  per_node("cuda-fp32", kDetModel, "det_input", 1e-7);
+}
+TEST(CudaModels, PerNodeRecFp32) {
+  per_node("cuda-fp32", kRecModel, "rec_input", 1e-7);
+}
+TEST(CudaModels, PerNodeClsFp32) {
+  per_node("cuda-fp32", kClsModel, "cls_input", 1e-7);
+}
+TEST(CudaModels, PerNodeDetFp16) {
+  per_node("cuda-fp16", kDetModel, "det_input", 3e-3);
+}
+
+// Reduced precision on a page-sized input: the det probability map must agree with fp32 where it matters.
+TEST(CudaModels, Fp16MatchesFp32OnPageSizedDet) {
+  SO_REQUIRE_MODELS();
+  SO_CUDA_BACKEND_OR_SKIP(b32, "cuda-fp32");
+  SO_CUDA_BACKEND_OR_SKIP(b16, "cuda-fp16");
+  // A synthetic page: bright background with dark horizontal strokes ("lines of text"), ImageNet-normalised.
+  Tensor x = Tensor::empty(DType::kF32, {1, 3, 736, 960});
+  for (int c = 0; c < 3; ++c) {
+    for (int y = 0; y < 736; ++y) {
+      for (int xx = 0; xx < 960; ++xx) {
+        bool ink = (y % 48) > 30 && (y % 48) < 42 && (xx % 37) < 29 && xx > 40 && xx < 900;
+        float v = ink ? 0.1f : 0.95f;
+        x.data<float>()[(c * 736 + y) * 960 + xx] = (v - 0.45f) / 0.226f;
+      }
+    }
+  }
+  auto m32 = runtime::Model::load(models_dir() + "/" + kDetModel, b32);
+  auto m16 = runtime::Model::load(models_dir() + "/" + kDetModel, b16);
+  ASSERT_TRUE(m32.is_ok() && m16.is_ok());
+  auto y32 = (*m32)->run(x);
+  auto y16 = (*m16)->run(x);
+  ASSERT_TRUE(y32.is_ok()) << y32.status().to_string();
+  ASSERT_TRUE(y16.is_ok()) << y16.status().to_string();
+  Comparison c = compare(*y16, *y32);
+  int64_t flips = 0;
+  for (int64_t i = 0; i < y32->numel(); ++i) flips += (y32->data<float>()[i] > 0.3f) != (y16->data<float>()[i] > 0.3f);
+  std::printf("det 736x960 fp16 vs fp32: %s, %lld of %lld pixels change side of the 0.3 threshold\n",
+              c.describe().c_str(), static_cast<long long>(flips), static_cast<long long>(y32->numel()));
+  EXPECT_EQ(c.non_finite, 0);
+  EXPECT_LE(c.nmse, 1e-3);
+  EXPECT_LE(static_cast<double>(flips) / y32->numel(), 1e-3);
+}
+
+}  // namespace
+}  // namespace steadyocr::testing

@@ -1,0 +1,281 @@
+// The CUDA backend as a runtime component: concurrent sessions, flat device memory over 1000 runs, the memory
+// budget, CUDA graph replay, injected faults (docs/FAULTS.md), and first timings. Skips without a CUDA device.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <thread>
+
+#include "core/metrics.h"
+#include "core/timer.h"
+#include "cuda_test_util.h"
+#include "runtime/model.h"
+
+namespace steadyocr::testing {
+namespace {
+
+size_t device_free_bytes() {
+  const SteadyocrPluginApi* api = runtime::cuda_plugin_api();
+  if (!api) return 0;
+  SoPluginDeviceInfo info{};
+  char err[256];
+  return api->query_device(0, &info, err, sizeof(err)) == 0 ? info.free_bytes : 0;
+}
+
+bool identical(const Tensor& a, const Tensor& b) {
+  return a.shape() == b.shape() && a.dtype() == b.dtype() && std::memcmp(a.raw(), b.raw(), a.nbytes()) == 0;
+}
+
+// Several threads, each with its own prepared plan (own stream and buffers), give exactly the single-thread results.
+void concurrency(const std::string& name) {
+  SO_REQUIRE_MODELS();
+  SO_CUDA_BACKEND_OR_SKIP(backend, name);
+  const Shape shape{6, 3, 48, 320};
+  auto g = optimized_model(kRecModel, shape);
+  ASSERT_TRUE(g.is_ok()) << g.status().to_string();
+  constexpr int kThreads = 4, kRuns = 12;
+  std::vector<Tensor> inputs;
+  for (int i = 0; i < kThreads * kRuns; ++i) inputs.push_back(random_tensor(shape, 100 + i));
+  std::vector<Tensor> expected(inputs.size());
+  {
+    auto p = backend->prepare(*g);
+    ASSERT_TRUE(p.is_ok()) << p.status().to_string();
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      std::vector<Tensor> out;
+      ASSERT_TRUE((*p)->run({inputs[i]}, &out).is_ok());
+      expected[i] = out[0].clone();
+    }
+  }
+  std::atomic<int> mismatches{0}, errors{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      auto p = backend->prepare(*g);
+      if (!p.is_ok()) {
+        ++errors;
+        return;
+      }
+      for (int r = 0; r < kRuns; ++r) {
+        size_t i = static_cast<size_t>(t * kRuns + (r * 5 + t) % kRuns);
+        std::vector<Tensor> out;
+        if (!(*p)->run({inputs[i]}, &out).is_ok()) {
+          ++errors;
+          continue;
+        }
+        if (!identical(out[0], expected[i])) ++mismatches;
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(errors.load(), 0);
+  EXPECT_EQ(mismatches.load(), 0) << "concurrent results differ from the single-thread ones";
+}
+
+TEST(CudaRuntime, ConcurrentSessionsMatchSingleThreadFp32) {
+  concurrency("cuda-fp32");
+}
+TEST(CudaRuntime, ConcurrentSessionsMatchSingleThreadFp16) {
+  concurrency("cuda-fp16");
+}
+
+TEST(CudaRuntime, DeviceMemoryFlatOver1000Runs) {
+  SO_REQUIRE_MODELS();
+  SO_CUDA_BACKEND_OR_SKIP(backend, "cuda-fp16");
+  auto model = runtime::Model::load(models_dir() + "/" + kDetModel, backend);
+  ASSERT_TRUE(model.is_ok());
+  // Two alternating shape buckets, as a server sees: both plans stay cached, nothing is allocated per run.
+  Tensor a = random_tensor({1, 3, 96, 160}, 1), b = random_tensor({1, 3, 128, 96}, 2);
+  for (int i = 0; i < 10; ++i) {
+    ASSERT_TRUE((*model)->run(a).is_ok());
+    ASSERT_TRUE((*model)->run(b).is_ok());
+  }
+  const size_t before = device_free_bytes();
+  const double in_use_before = metrics::value("steadyocr_gpu_memory_bytes", {{"device", "0"}, {"state", "in_use"}});
+  for (int i = 0; i < 500; ++i) {
+    auto ya = (*model)->run(a);
+    auto yb = (*model)->run(b);
+    ASSERT_TRUE(ya.is_ok() && yb.is_ok());
+  }
+  const size_t after = device_free_bytes();
+  const double in_use_after = metrics::value("steadyocr_gpu_memory_bytes", {{"device", "0"}, {"state", "in_use"}});
+  std::printf("device free before %zu MiB, after 1000 runs %zu MiB; pool in use %.0f -> %.0f bytes\n", before >> 20,
+              after >> 20, in_use_before, in_use_after);
+  EXPECT_EQ(in_use_after, in_use_before);
+  EXPECT_LE(before > after ? before - after : 0, size_t{2} << 20) << "device memory grew over 1000 runs";
+}
+
+TEST(CudaRuntime, BudgetRefusesAPlanThatDoesNotFit) {
+  SO_REQUIRE_MODELS();
+  std::string why;
+  auto backend = cuda_backend_or_null("cuda-fp32", &why, size_t{8} << 20);
+  if (!backend) GTEST_SKIP() << "no CUDA device: " << why;
+  auto g = optimized_model(kDetModel, {1, 3, 960, 960});
+  ASSERT_TRUE(g.is_ok());
+  auto p = backend->prepare(*g);
+  ASSERT_FALSE(p.is_ok());
+  EXPECT_EQ(p.status().code(), StatusCode::kResourceExhausted) << p.status().to_string();
+  EXPECT_NE(p.status().message().find("budget"), std::string::npos) << p.status().to_string();
+}
+
+TEST(CudaRuntime, GraphReplayGivesTheEagerResult) {
+  SO_REQUIRE_MODELS();
+  SO_CUDA_BACKEND_OR_SKIP(backend, "cuda-fp32");
+  auto g = optimized_model(kDetModel, {1, 3, 160, 224});
+  ASSERT_TRUE(g.is_ok());
+  auto p = backend->prepare(*g);
+  ASSERT_TRUE(p.is_ok());
+  const double captured = metrics::total("steadyocr_cuda_graphs_captured_total");
+  Tensor x = random_tensor({1, 3, 160, 224}, 7);
+  std::vector<Tensor> first, again;
+  ASSERT_TRUE((*p)->run({x}, &first).is_ok());  // eager; captures afterwards
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE((*p)->run({x}, &again).is_ok());
+    EXPECT_TRUE(identical(first[0], again[0])) << "replay " << i;
+  }
+  EXPECT_EQ(metrics::total("steadyocr_cuda_graphs_captured_total"), captured + 1);
+}
+
+// ---- injected faults (docs/FAULTS.md) -------------------------------------------------------------------------
+
+struct FaultGuard {
+  ~FaultGuard() { (void)runtime::set_cuda_fault(""); }
+};
+
+std::unique_ptr<PreparedGraph> small_det(Backend& b, Tensor* x) {
+  auto g = optimized_model(kDetModel, {1, 3, 64, 96});
+  if (!g.is_ok()) return nullptr;
+  auto p = b.prepare(*g);
+  *x = random_tensor({1, 3, 64, 96}, 3);
+  return p.is_ok() ? std::move(p).value() : nullptr;
+}
+
+TEST(CudaFaults, OutOfMemoryIsNotSticky) {
+  SO_REQUIRE_MODELS();
+  SO_CUDA_BACKEND_OR_SKIP(backend, "cuda-fp32");
+  Tensor x;
+  auto p = small_det(*backend, &x);
+  ASSERT_TRUE(p);
+  FaultGuard guard;
+  ASSERT_TRUE(runtime::set_cuda_fault("oom@det:2").is_ok());
+  std::vector<Tensor> out;
+  EXPECT_TRUE(p->run({x}, &out).is_ok());
+  Status s = p->run({x}, &out);
+  EXPECT_EQ(s.code(), StatusCode::kOutOfMemory) << s.to_string();
+  EXPECT_NE(s.message().find("cudaErrorMemoryAllocation"), std::string::npos) << s.to_string();
+  EXPECT_TRUE(p->run({x}, &out).is_ok()) << "the device must still work after an out-of-memory error";
+}
+
+TEST(CudaFaults, CudnnNotSupportedAndNoKernelImageAreDeviceErrors) {
+  SO_REQUIRE_MODELS();
+  SO_CUDA_BACKEND_OR_SKIP(backend, "cuda-fp32");
+  Tensor x;
+  auto p = small_det(*backend, &x);
+  ASSERT_TRUE(p);
+  FaultGuard guard;
+  std::vector<Tensor> out;
+  ASSERT_TRUE(runtime::set_cuda_fault("cudnn_not_supported@det:1").is_ok());
+  Status s = p->run({x}, &out);
+  EXPECT_EQ(s.code(), StatusCode::kDeviceError) << s.to_string();
+  EXPECT_NE(s.message().find("CUDNN_STATUS_NOT_SUPPORTED"), std::string::npos) << s.to_string();
+  EXPECT_NE(s.message().find("Conv"), std::string::npos) << "the error names the step: " << s.to_string();
+  ASSERT_TRUE(runtime::set_cuda_fault("no_kernel_image@det:1").is_ok());
+  s = p->run({x}, &out);
+  EXPECT_EQ(s.code(), StatusCode::kDeviceError) << s.to_string();
+  EXPECT_NE(s.message().find("cudaErrorNoKernelImageForDevice"), std::string::npos) << s.to_string();
+  EXPECT_TRUE(p->run({x}, &out).is_ok());
+}
+
+TEST(CudaFaults, BadSpecIsRefusedWithTheSyntax) {
+  SO_CUDA_BACKEND_OR_SKIP(backend, "cuda-fp32");
+  Status s = runtime::set_cuda_fault("explode@det:1");
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("illegal_address"), std::string::npos) << s.to_string();
+  EXPECT_FALSE(runtime::set_cuda_fault("oom@det:zero").is_ok());
+  EXPECT_TRUE(runtime::set_cuda_fault("").is_ok());
+}
+
+TEST(CudaFaults, HangIsReleasedByClearingTheFault) {
+  SO_REQUIRE_MODELS();
+  SO_CUDA_BACKEND_OR_SKIP(backend, "cuda-fp32");
+  Tensor x;
+  auto p = small_det(*backend, &x);
+  ASSERT_TRUE(p);
+  FaultGuard guard;
+  ASSERT_TRUE(runtime::set_cuda_fault("hang@det:1,timeout_ms=20000").is_ok());
+  std::thread release([] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(400));
+    (void)runtime::set_cuda_fault("");
+  });
+  Stopwatch sw;
+  std::vector<Tensor> out;
+  Status s = p->run({x}, &out);
+  release.join();
+  EXPECT_TRUE(s.is_ok()) << s.to_string();
+  EXPECT_GE(sw.elapsed_ms(), 350.0);
+  EXPECT_LE(sw.elapsed_ms(), 10000.0);
+}
+
+// Kills the CUDA context of the whole process: run it alone (STEADYOCR_TEST_STICKY_FAULT=1, gtest filter).
+TEST(CudaFaults, IllegalAddressIsStickyDeviceFault) {
+  if (!std::getenv("STEADYOCR_TEST_STICKY_FAULT")) {
+    GTEST_SKIP() << "loses the CUDA context of the process: run alone with STEADYOCR_TEST_STICKY_FAULT=1";
+  }
+  SO_REQUIRE_MODELS();
+  SO_CUDA_BACKEND_OR_SKIP(backend, "cuda-fp32");
+  Tensor x;
+  auto p = small_det(*backend, &x);
+  ASSERT_TRUE(p);
+  FaultGuard guard;
+  ASSERT_TRUE(runtime::set_cuda_fault("illegal_address@det:2").is_ok());
+  std::vector<Tensor> out;
+  EXPECT_TRUE(p->run({x}, &out).is_ok());
+  Status s = p->run({x}, &out);
+  EXPECT_EQ(s.code(), StatusCode::kDeviceFault) << s.to_string();
+  EXPECT_NE(s.message().find("cudaErrorIllegalAddress"), std::string::npos) << s.to_string();
+  EXPECT_NE(s.message().find("sticky"), std::string::npos) << s.to_string();
+  s = p->run({x}, &out);
+  EXPECT_EQ(s.code(), StatusCode::kDeviceFault) << "later runs must report the lost context: " << s.to_string();
+  auto g = optimized_model(kDetModel, {1, 3, 32, 32});
+  ASSERT_TRUE(g.is_ok());
+  EXPECT_EQ(backend->prepare(*g).status().code(), StatusCode::kDeviceFault);
+}
+
+// ---- first timings (informative; the end-to-end numbers come from scripts/device_bench.sh) ---------------------
+
+void timing(const std::string& name) {
+  SO_REQUIRE_MODELS();
+  SO_CUDA_BACKEND_OR_SKIP(backend, name);
+  struct Case {
+    const char* model;
+    Shape shape;
+  };
+  for (const Case& c :
+       {Case{kDetModel, {1, 3, 736, 960}}, Case{kDetModel, {1, 3, 960, 704}}, Case{kRecModel, {6, 3, 48, 320}},
+        Case{kRecModel, {6, 3, 48, 640}}, Case{kClsModel, {6, 3, 48, 192}}}) {
+    auto model = runtime::Model::load(models_dir() + "/" + c.model, backend);
+    ASSERT_TRUE(model.is_ok());
+    Tensor x = random_tensor(c.shape, 11);
+    Stopwatch first;
+    ASSERT_TRUE((*model)->run(x).is_ok());
+    const double first_ms = first.elapsed_ms();
+    ASSERT_TRUE((*model)->run(x).is_ok());
+    constexpr int kN = 50;
+    Stopwatch sw;
+    for (int i = 0; i < kN; ++i) ASSERT_TRUE((*model)->run(x).is_ok());
+    std::printf("TIMING %s %s %s: first run (plan + calibration) %.1f ms, steady %.3f ms/run\n", name.c_str(), c.model,
+                shape_str(c.shape).c_str(), first_ms, sw.elapsed_ms() / kN);
+  }
+}
+
+TEST(CudaTiming, Fp32) {
+  timing("cuda-fp32");
+}
+TEST(CudaTiming, Fp16) {
+  timing("cuda-fp16");
+}
+
+}  // namespace
+}  // namespace steadyocr::testing
