@@ -232,6 +232,35 @@ TEST(FoldConvAffine, LeavesNonChannelBroadcastsAlone) {
   apply_and_check(b.g, fold_conv_affine, false, {random_tensor({1, 3, 5, 5}, 5)});
 }
 
+TEST(FoldConvInputAffine, UnpaddedConvsAbsorbTheAffine) {
+  for (int64_t group : {1, 2}) {
+    Builder b;
+    Value* x = b.input("x", {1, 4, 5, 5});
+    Value* y = b.op(OpKind::kMul, "scale", {x, b.constant("s", random_tensor({1, 4, 1, 1}, 3, 0.5f, 2.f))});
+    y = b.op(OpKind::kAdd, "shift", {b.scalar("t", 0.3f), y});
+    y = b.op(OpKind::kSub, "sub", {y, b.constant("u", random_tensor({4, 1, 1}, 4))});
+    ConvAttrs a;
+    a.kernel = {3, 3};
+    a.group = group;
+    a.strides = {2, 1};
+    Value* w = b.constant("w", random_tensor({6, 4 / group, 3, 3}, 5));
+    b.output(b.op(OpKind::kConv, "conv", {y, w}, a));
+    apply_and_check(b.g, fold_conv_input_affine, true, {random_tensor({1, 4, 5, 5}, 6)});
+    EXPECT_EQ(b.ops(), (std::map<std::string, int>{{"Conv", 1}})) << "group " << group;
+  }
+}
+
+TEST(FoldConvInputAffine, PaddedOrSharedInputsAreLeftAlone) {
+  Builder b;
+  Value* x = b.input("x", {1, 4, 5, 5});
+  Value* y = b.op(OpKind::kAdd, "shift", {x, b.scalar("t", 0.3f)});
+  b.output(b.conv("padded", y, 4));  // 3x3 with padding 1: the border would see the shift
+  Value* z = b.op(OpKind::kMul, "scale", {x, b.scalar("s", 2.f)});
+  b.output(b.conv("pw", z, 4, 1));
+  b.output(z);  // z is also a graph output
+  apply_and_check(b.g, fold_conv_input_affine, false, {random_tensor({1, 4, 5, 5}, 6)});
+}
+
 // ---- fuse_hardswish ----
 
 enum class HsForm { kDivAfter, kMulSixthAfter, kDivInside, kMulSixthInsideSwapped };
@@ -518,6 +547,20 @@ TEST(Optimize, ReportAndOptions) {
   EXPECT_NE(d.find("HardSwish fusion: 5 -> 2"), std::string::npos) << d;
   EXPECT_NE(d.find("Conv+activation fusion: 2 -> 1"), std::string::npos) << d;
   testing::expect_same_outputs(before, b.g, {random_tensor({1, 3, 8, 8}, 2, -3.f, 3.f)}, 1e-10);
+
+  // HardSwish feeding a pointwise conv keeps its "/6": the input-affine fold runs after the fusion.
+  Builder p;
+  Value* px = p.input("x", {1, 3, 8, 8});
+  Value* hs_in = p.conv("conv", px, 4);
+  Value* a3 = p.op(OpKind::kAdd, "plus3", {hs_in, p.scalar("three", 3.f)});
+  Value* cl = p.op(OpKind::kClip, "clip", {a3}, ActAttrs{Activation::clip(0.f, 6.f)});
+  Value* hs = p.op(OpKind::kDiv, "div", {p.op(OpKind::kMul, "mul", {hs_in, cl}), p.scalar("six", 6.f)});
+  p.output(p.conv("pw", hs, 4, 1));
+  Graph p_before = p.g.clone();
+  ASSERT_TRUE(optimize(p.g).is_ok());
+  EXPECT_EQ(p.ops(), (std::map<std::string, int>{{"Conv", 2}}));
+  EXPECT_EQ(p.g.nodes()[0]->attr<ConvAttrs>().act, Activation::hard_swish());
+  testing::expect_same_outputs(p_before, p.g, {random_tensor({1, 3, 8, 8}, 2, -3.f, 3.f)}, 1e-10);
 
   Builder c;
   build(c);

@@ -17,25 +17,6 @@ bool plain_conv(const Node* n) {
   return false;
 }
 
-// Per-output-channel values of `c` for an NCHW output with `channels` channels, or false when `c` broadcasts
-// along other axes too (then it is not an affine map of the channels).
-bool per_channel(const Value* c, int64_t channels, std::vector<double>* out) {
-  const Tensor& t = c->constant;
-  const float* p = t.data<float>();
-  if (t.numel() == 1) {
-    if (t.rank() > 4) return false;
-    out->assign(static_cast<size_t>(channels), p[0]);
-    return true;
-  }
-  if (t.numel() != channels || t.rank() < 3 || t.rank() > 4) return false;
-  // [C,1,1] or [1,C,1,1]: C at axis rank-3.
-  for (int i = 0; i < t.rank(); ++i) {
-    if (i != t.rank() - 3 && t.dim(i) != 1) return false;
-  }
-  out->assign(p, p + channels);
-  return true;
-}
-
 // Tries to absorb the sole consumer of conv's output; true when it did.
 bool absorb_one(Graph& graph, pass_util::Sweep& sweep, Node* conv) {
   Value* y = conv->output();
@@ -52,7 +33,7 @@ bool absorb_one(Graph& graph, pass_util::Sweep& sweep, Node* conv) {
   if (!constant_f32(w) || (b && !constant_f32(b))) return false;
   const int64_t channels = pass_util::output_channels(*conv, w->shape);
   std::vector<double> k;
-  if (channels <= 0 || y->shape.size() != 4 || !per_channel(c, channels, &k)) return false;
+  if (channels <= 0 || y->shape.size() != 4 || !pass_util::per_channel(c, channels, &k)) return false;
 
   Tensor bias = Tensor::empty(DType::kF32, {channels});
   for (int64_t m = 0; m < channels; ++m) {

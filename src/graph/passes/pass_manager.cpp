@@ -50,6 +50,8 @@ Status optimize(Graph& graph, const PassOptions& options, PassReport* report) {
       {"Conv+BN/affine fold", fold_conv_parameters, options.fold_batchnorm},
       {"HardSwish fusion", fuse_hardswish, options.fuse_activations},
       {"LayerNorm fusion", fuse_layernorm, options.fuse_layernorm},
+      // After the pattern fusions: HardSwish's "/6" feeding a pointwise conv would otherwise be folded away.
+      {"Conv input affine fold", fold_conv_input_affine, options.fold_batchnorm},
       {"Conv+residual fusion", fuse_conv_residual, options.fuse_residual},
       {"Conv+activation fusion", fuse_conv_activation, options.fuse_activations},
       {"eliminate identities", eliminate_identities, true},

@@ -47,6 +47,23 @@ bool scalar_near(const Value* v, float target, float tol) {
   return constant_scalar(v, &x) && std::fabs(x - target) <= tol;
 }
 
+bool per_channel(const Value* c, int64_t channels, std::vector<double>* out) {
+  if (!constant_f32(c)) return false;
+  const Tensor& t = c->constant;
+  const float* p = t.data<float>();
+  if (t.numel() == 1) {
+    if (t.rank() > 4) return false;
+    out->assign(static_cast<size_t>(channels), p[0]);
+    return true;
+  }
+  if (t.numel() != channels || t.rank() < 3 || t.rank() > 4) return false;
+  for (int i = 0; i < t.rank(); ++i) {  // C sits at axis rank-3
+    if (i != t.rank() - 3 && t.dim(i) != 1) return false;
+  }
+  out->assign(p, p + channels);
+  return true;
+}
+
 Sweep::Sweep(const Graph& g) {
   for (const auto& n : g.nodes()) nodes_.push_back(n.get());
 }

@@ -22,6 +22,10 @@ bool scalar_near(const Value* v, float target, float tol);
 // True when `v` is a constant f32 tensor.
 bool constant_f32(const Value* v);
 
+// Values of constant `c` per channel of an NCHW tensor with `channels` channels: a scalar, or [C,1,1] /
+// [1,C,1,1]. False when `c` broadcasts along other axes too (then it is no per-channel affine map).
+bool per_channel(const Value* c, int64_t channels, std::vector<double>* out);
+
 // Node snapshot for one sweep; nodes removed during the sweep are skipped.
 class Sweep {
  public:

@@ -22,6 +22,10 @@ Result<bool> fold_batchnorm(Graph& graph);  // Conv(+b) -> BatchNorm  =>  Conv w
 // Conv -> Mul/Add/Sub/Div by a constant scalar or per-channel [C,1,1] tensor => Conv with new weights/bias (the
 // "learnable affine" blocks of PP-LCNetV3). Runs under PassOptions::fold_batchnorm.
 Result<bool> fold_conv_affine(Graph& graph);
+// Mul/Add/Sub/Div by a constant scalar or per-channel tensor feeding only a Conv without padding => Conv with
+// new weights/bias (the affine after each activation in PP-LCNetV3, before its pointwise convs). Runs under
+// PassOptions::fold_batchnorm.
+Result<bool> fold_conv_input_affine(Graph& graph);
 Result<bool> fuse_hardswish(Graph& graph);        // x*clip(x+3,0,6)/6 and x*HardSigmoid(1/6,1/2)(x) => HardSwish
 Result<bool> fuse_conv_activation(Graph& graph);  // Conv/ConvTranspose -> Relu|HardSwish|HardSigmoid|Sigmoid|Clip
 Result<bool> fuse_layernorm(Graph& graph);        // ReduceMean/Sub/Pow/ReduceMean/Add/Sqrt/Div/Mul/Add => LayerNorm
