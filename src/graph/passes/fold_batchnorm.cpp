@@ -42,6 +42,9 @@ Result<bool> fold_batchnorm(Graph& graph) {
     const float* mean = bn->input(3)->constant.data<float>();
     const float* var = bn->input(4)->constant.data<float>();
     const double eps = bn->attr<BatchNormAttrs>().epsilon;
+    bool finite = true;
+    for (int64_t c = 0; c < channels; ++c) finite = finite && static_cast<double>(var[c]) + eps > 0.0;
+    if (!finite) continue;  // a corrupt variance: leave the BatchNorm to show it at run time
     std::vector<double> scale(static_cast<size_t>(channels));
     Tensor bias = Tensor::empty(DType::kF32, {channels});
     for (int64_t c = 0; c < channels; ++c) {
