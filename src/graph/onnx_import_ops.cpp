@@ -522,6 +522,15 @@ Status map_reduce_mean(NodeContext& c) {
 Status map_squeeze(NodeContext& c) {
   RETURN_IF_ERROR(expect_inputs(c, 1, c.ctx->opset >= 13 ? 2 : 1));
   ASSIGN_OR_RETURN(auto axes, read_axes(c, 13, 1));
+  if (!axes || axes->empty()) {
+    const Shape& in = c.input(0)->shape;
+    if (std::any_of(in.begin(), in.end(), [](int64_t d) { return d < 0; })) {
+      return c.unsupported_attr(
+          fmt::format("no axes on an input of dynamic shape {} (the output rank would depend "
+                      "on the data); give axes explicitly",
+                      shape_str(in)));
+    }
+  }
   return c.emit(OpKind::kSqueeze, {c.input(0)}, AxesAttrs{axes ? *axes : std::vector<int64_t>{}}).status();
 }
 
