@@ -1,0 +1,208 @@
+#include "runtime/fault_injection.h"
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <thread>
+
+#include "core/log.h"
+#include "core/metrics.h"
+
+namespace steadyocr::runtime {
+namespace {
+
+const char* const kKinds[] = {"oom", "oom_batch", "sticky", "illegal_address", "launch_failure", "hang", "error"};
+const char* const kStages[] = {"det", "rec", "cls", "any"};
+
+template <size_t N>
+bool one_of(const std::string& s, const char* const (&list)[N]) {
+  for (const char* k : list) {
+    if (s == k) return true;
+  }
+  return false;
+}
+
+bool is_sticky(const std::string& kind) {
+  return kind == "sticky" || kind == "illegal_address" || kind == "launch_failure";
+}
+
+}  // namespace
+
+std::string FaultRule::describe() const {
+  return kind + "@" + stage + ":" + std::to_string(nth) + (from_nth_on ? "+" : "") + (persistent ? "!" : "");
+}
+
+Result<std::vector<FaultRule>> parse_fault_spec(const std::string& spec) {
+  std::vector<FaultRule> rules;
+  size_t pos = 0;
+  while (pos <= spec.size()) {
+    size_t comma = spec.find(',', pos);
+    std::string rule = spec.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+    pos = comma == std::string::npos ? spec.size() + 1 : comma + 1;
+    while (!rule.empty() && rule.back() == ' ') rule.pop_back();
+    while (!rule.empty() && rule.front() == ' ') rule.erase(rule.begin());
+    if (rule.empty()) continue;
+    FaultRule r;
+    std::string body = rule;
+    if (body.back() == '!') {
+      r.persistent = true;
+      body.pop_back();
+    }
+    size_t at = body.find('@');
+    if (at == std::string::npos) {
+      return invalid_argument("STEADYOCR_FAULT rule '" + rule + "' has no '@stage' (e.g. sticky@det:3)");
+    }
+    r.kind = body.substr(0, at);
+    std::string rest = body.substr(at + 1);
+    size_t colon = rest.find(':');
+    r.stage = rest.substr(0, colon);
+    if (colon != std::string::npos) {
+      std::string n = rest.substr(colon + 1);
+      if (!n.empty() && n.back() == '+') {
+        r.from_nth_on = true;
+        n.pop_back();
+      }
+      char* end = nullptr;
+      r.nth = std::strtoll(n.c_str(), &end, 10);
+      if (n.empty() || *end != '\0' || r.nth < 1) {
+        return invalid_argument("STEADYOCR_FAULT rule '" + rule + "': call number must be a positive integer");
+      }
+    }
+    if (!one_of(r.kind, kKinds)) {
+      return invalid_argument("STEADYOCR_FAULT rule '" + rule + "': unknown kind '" + r.kind +
+                              "' (oom, oom_batch, sticky, illegal_address, launch_failure, hang, error)");
+    }
+    if (!one_of(r.stage, kStages)) {
+      return invalid_argument("STEADYOCR_FAULT rule '" + rule + "': unknown stage '" + r.stage +
+                              "' (det, rec, cls, any)");
+    }
+    rules.push_back(r);
+  }
+  return rules;
+}
+
+std::string persistent_fault_spec(const std::vector<FaultRule>& rules) {
+  std::string out;
+  for (auto& r : rules) {
+    if (r.persistent) out += (out.empty() ? "" : ",") + r.describe();
+  }
+  return out;
+}
+
+Result<std::shared_ptr<FaultInjector>> FaultInjector::from_env() {
+  const char* e = std::getenv("STEADYOCR_FAULT");
+  if (!e || !*e) return std::make_shared<FaultInjector>(std::vector<FaultRule>{});
+  ASSIGN_OR_RETURN(std::vector<FaultRule> rules, parse_fault_spec(e));
+  for (auto& r : rules) log::warn("fault", "fault injection armed: {}", r.describe());
+  return std::make_shared<FaultInjector>(std::move(rules));
+}
+
+const FaultRule* FaultInjector::on_call(const std::string& stage, int64_t batch) {
+  if (rules_.empty()) return nullptr;
+  std::lock_guard<std::mutex> lock(mu_);
+  int64_t n = 0;
+  for (auto& [s, c] : counts_) {
+    if (s == stage) n = ++c;
+  }
+  if (n == 0) {
+    counts_.push_back({stage, 1});
+    n = 1;
+  }
+  for (auto& r : rules_) {
+    if (r.stage != stage && r.stage != "any") continue;
+    if (r.kind == "oom_batch") {
+      if (batch > 1 && n >= r.nth) return &r;
+      continue;
+    }
+    if (n == r.nth || (r.from_nth_on && n > r.nth)) return &r;
+  }
+  return nullptr;
+}
+
+Result<Tensor> FaultInjectingRunner::run(const Tensor& input) {
+  const FaultRule* rule = injector_->on_call(stage_, input.rank() ? input.dim(0) : 1);
+  if (!rule) return inner_->run(input);
+  metrics::inc("steadyocr_faults_injected_total", {{"stage", stage_}, {"kind", rule->kind}});
+  log::warn("fault", "injecting {} on {} call ({})", rule->kind, stage_, rule->describe());
+  const std::string& k = rule->kind;
+  if (k == "hang") {
+    // Never returns: the supervisor's watchdog must kill this process.
+    for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
+  }
+  if (injector_->device_hook() && injector_->device_hook()(k)) return inner_->run(input);  // a real device fault
+  if (k == "oom" || k == "oom_batch") {
+    return Status(StatusCode::kOutOfMemory, "out of memory (injected " + rule->describe() + ")");
+  }
+  if (is_sticky(k)) {
+    return Status(StatusCode::kDeviceFault, "device context lost: " + k + " (injected " + rule->describe() + ")");
+  }
+  return Status(StatusCode::kDeviceError, "device error (injected " + rule->describe() + ")");
+}
+
+Tensor slice_batch(const Tensor& t, int64_t begin, int64_t end) {
+  Shape s = t.shape();
+  s[0] = end - begin;
+  Tensor out = Tensor::empty(t.dtype(), s);
+  size_t row = t.nbytes() / static_cast<size_t>(std::max<int64_t>(t.dim(0), 1));
+  std::memcpy(out.raw(), static_cast<const char*>(t.raw()) + row * begin, row * (end - begin));
+  return out;
+}
+
+Result<Tensor> concat_batch(const std::vector<Tensor>& parts) {
+  if (parts.empty()) return invalid_argument("concat_batch: nothing to concatenate");
+  Shape s = parts[0].shape();
+  int64_t n = 0;
+  for (auto& p : parts) {
+    Shape ps = p.shape();
+    if (ps.size() != s.size() || !std::equal(ps.begin() + 1, ps.end(), s.begin() + 1)) {
+      return internal_error("concat_batch: parts " + shape_str(ps) + " and " + shape_str(s) + " differ");
+    }
+    n += ps[0];
+  }
+  s[0] = n;
+  Tensor out = Tensor::empty(parts[0].dtype(), s);
+  char* dst = static_cast<char*>(out.raw());
+  for (auto& p : parts) {
+    std::memcpy(dst, p.raw(), p.nbytes());
+    dst += p.nbytes();
+  }
+  return out;
+}
+
+Result<Tensor> OomResilientRunner::run(const Tensor& input) {
+  auto r = inner_->run(input);
+  if (r.is_ok() || r.status().code() != StatusCode::kOutOfMemory) return r;
+  metrics::inc("steadyocr_oom_total", {{"stage", stage_}});
+  log::warn("runtime", "{}: out of memory on {} ({}); freeing caches and retrying", stage_, input.describe(),
+            r.status().message());
+  if (free_caches_) free_caches_();
+  r = inner_->run(input);
+  if (r.is_ok() || r.status().code() != StatusCode::kOutOfMemory) {
+    if (r.is_ok()) metrics::inc("steadyocr_oom_recovered_total", {{"stage", stage_}, {"how", "retry"}});
+    return r;
+  }
+  return run_split(input, 0);
+}
+
+Result<Tensor> OomResilientRunner::run_split(const Tensor& input, int depth) {
+  int64_t n = input.rank() ? input.dim(0) : 1;
+  if (n <= 1) {
+    return Status(StatusCode::kResourceExhausted,
+                  stage_ + ": one item of " + input.describe() +
+                      " does not fit in device memory even alone; raise --gpu-mem, use a smaller input, or run on "
+                      "another backend");
+  }
+  log::warn("runtime", "{}: out of memory with a batch of {}; splitting it in two", stage_, n);
+  std::vector<Tensor> outs;
+  for (auto [b, e] : {std::pair<int64_t, int64_t>{0, n / 2}, {n / 2, n}}) {
+    Tensor part = slice_batch(input, b, e);
+    auto r = inner_->run(part);
+    if (!r.is_ok() && r.status().code() == StatusCode::kOutOfMemory) r = run_split(part, depth + 1);
+    if (!r.is_ok()) return r.status();
+    outs.push_back(std::move(*r));
+  }
+  if (depth == 0) metrics::inc("steadyocr_oom_recovered_total", {{"stage", stage_}, {"how", "split"}});
+  return concat_batch(outs);
+}
+
+}  // namespace steadyocr::runtime

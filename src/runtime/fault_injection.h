@@ -1,0 +1,102 @@
+// Fault injection (STEADYOCR_FAULT) so that every recovery path is tested without broken hardware.
+//
+//   STEADYOCR_FAULT = rule[,rule...]
+//   rule  = kind "@" stage [":" N ["+"]] ["!"]
+//   kind  = oom | oom_batch | sticky | illegal_address | launch_failure | hang | error
+//   stage = det | rec | cls | any
+//   N     = the Nth call of that stage in the process (1-based, default 1); "N+" = every call from the Nth on
+//   "!"   = persistent: the rule also applies in restarted workers (a device that stays bad); without it a rule
+//           fires only in the first worker process, like a transient fault.
+// oom: out of memory once (recovered by freeing caches and retrying); oom_batch: out of memory whenever the
+// batch holds more than one item (recovered by splitting the batch); sticky/illegal_address/launch_failure:
+// the device context is lost (on a CUDA backend the plugin launches a real faulting kernel); hang: the call
+// never returns (the watchdog must catch it); error: a plain non-sticky device error.
+// See docs/FAULTS.md.
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "runtime/model.h"
+
+namespace steadyocr::runtime {
+
+struct FaultRule {
+  std::string kind;
+  std::string stage;
+  int64_t nth = 1;
+  bool from_nth_on = false;
+  bool persistent = false;
+  std::string describe() const;
+};
+
+// Parses a STEADYOCR_FAULT value; an unknown kind/stage or bad number is an error quoting the rule.
+Result<std::vector<FaultRule>> parse_fault_spec(const std::string& spec);
+// The spec a restarted worker gets: only the persistent rules.
+std::string persistent_fault_spec(const std::vector<FaultRule>& rules);
+
+// Counts calls per stage and decides when a rule fires. Process-wide by design: the counter is "the Nth det
+// call of this process".
+class FaultInjector {
+ public:
+  explicit FaultInjector(std::vector<FaultRule> rules) : rules_(std::move(rules)) {}
+  // From $STEADYOCR_FAULT; an invalid spec is returned as an error (never ignored).
+  static Result<std::shared_ptr<FaultInjector>> from_env();
+  // The rule firing on this call of `stage` with a batch of `batch` items, or null.
+  const FaultRule* on_call(const std::string& stage, int64_t batch);
+  bool empty() const { return rules_.empty(); }
+
+  // On a real device: a hook that arms the device fault of `kind` for the next run (returns false when the
+  // device cannot produce it, and the fault is then simulated).
+  void set_device_hook(std::function<bool(const std::string& kind)> hook) { device_hook_ = std::move(hook); }
+  const std::function<bool(const std::string&)>& device_hook() const { return device_hook_; }
+
+ private:
+  std::vector<FaultRule> rules_;
+  std::mutex mu_;
+  std::vector<std::pair<std::string, int64_t>> counts_;
+  std::function<bool(const std::string&)> device_hook_;
+};
+
+// Wraps a stage's runner and injects the faults the injector fires for that stage.
+class FaultInjectingRunner : public Runner {
+ public:
+  FaultInjectingRunner(std::string stage, std::shared_ptr<Runner> inner, std::shared_ptr<FaultInjector> injector)
+      : stage_(std::move(stage)), inner_(std::move(inner)), injector_(std::move(injector)) {}
+  Result<Tensor> run(const Tensor& input) override;
+  std::string backend_name() const override { return inner_->backend_name(); }
+
+ private:
+  std::string stage_;
+  std::shared_ptr<Runner> inner_;
+  std::shared_ptr<FaultInjector> injector_;
+};
+
+// Recovers from out-of-memory: frees caches and retries, then splits the batch (axis 0) and runs the halves,
+// and reports a capacity error only when a single item does not fit. Every recovery is logged and counted.
+class OomResilientRunner : public Runner {
+ public:
+  // `free_caches` releases what the backend can give back (plan caches, arena slack); may be null.
+  OomResilientRunner(std::string stage, std::shared_ptr<Runner> inner, std::function<void()> free_caches)
+      : stage_(std::move(stage)), inner_(std::move(inner)), free_caches_(std::move(free_caches)) {}
+  Result<Tensor> run(const Tensor& input) override;
+  std::string backend_name() const override { return inner_->backend_name(); }
+
+ private:
+  Result<Tensor> run_split(const Tensor& input, int depth);
+  std::string stage_;
+  std::shared_ptr<Runner> inner_;
+  std::function<void()> free_caches_;
+};
+
+// Concatenates tensors along axis 0 (same trailing shape).
+Result<Tensor> concat_batch(const std::vector<Tensor>& parts);
+// Rows [begin, end) of axis 0 as a new tensor.
+Tensor slice_batch(const Tensor& t, int64_t begin, int64_t end);
+
+}  // namespace steadyocr::runtime
