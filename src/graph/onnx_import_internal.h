@@ -4,6 +4,7 @@
 
 #include <onnx/onnx_pb.h>
 
+#include <initializer_list>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -69,6 +70,15 @@ struct NodeContext {
   // The constant tensor of input i; error naming `role` when it is missing or not constant.
   Result<Tensor> constant_input(size_t i, const std::string& role) const;
 };
+
+// Fails unless the node has between `min` and `max` inputs (trailing omitted optionals aside) and the first
+// `min` are present.
+Status expect_inputs(NodeContext& c, size_t min, size_t max);
+// Marks attributes we accept but whose value does not change inference results.
+void ignore_attrs(NodeContext& c, std::initializer_list<const char*> names);
+// Resize (opset 10, 11+) and Upsample (opset 7-9), in onnx_import_resize.cpp.
+Status map_resize(NodeContext& c);
+Status map_upsample(NodeContext& c);
 
 // Converts an ONNX tensor (raw_data or typed fields) into a host tensor. `what` names it in messages.
 Result<Tensor> tensor_from_proto(const onnx::TensorProto& t, const std::string& what);
