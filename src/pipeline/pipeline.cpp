@@ -50,13 +50,18 @@ int64_t static_dim(const std::vector<graph::Value*>& values, int axis) {
 }  // namespace
 
 Result<std::unique_ptr<Pipeline>> Pipeline::load(const ModelPaths& paths, std::shared_ptr<Backend> backend,
-                                                 const PipelineOptions& options) {
+                                                 const PipelineOptions& options, const RunnerWrapper& wrap) {
   PipelineOptions opts = options;
+  auto wrapped = [&](const char* stage, std::unique_ptr<runtime::Model> m) -> std::shared_ptr<runtime::Runner> {
+    std::shared_ptr<runtime::Model> shared = std::move(m);
+    if (wrap) return wrap(stage, std::move(shared));
+    return shared;
+  };
   std::shared_ptr<runtime::Runner> det, rec, cls;
   Dictionary dict;
   if (opts.mode != OcrMode::kRecOnly) {
     ASSIGN_OR_RETURN(std::unique_ptr<runtime::Model> m, load_model("det", paths.det, backend));
-    det = std::move(m);
+    det = wrapped("det", std::move(m));
   }
   if (opts.mode != OcrMode::kDetOnly) {
     if (!std::filesystem::exists(paths.dict)) {
@@ -74,14 +79,14 @@ Result<std::unique_ptr<Pipeline>> Pipeline::load(const ModelPaths& paths, std::s
     }
     int64_t height = static_dim(m->graph().inputs(), 2);
     if (height > 0) opts.rec.height = static_cast<int>(height);
-    rec = std::move(m);
+    rec = wrapped("rec", std::move(m));
   }
   if (opts.use_cls && opts.mode != OcrMode::kDetOnly) {
     ASSIGN_OR_RETURN(std::unique_ptr<runtime::Model> m, load_model("cls", paths.cls, backend));
     int64_t h = static_dim(m->graph().inputs(), 2), w = static_dim(m->graph().inputs(), 3);
     if (h > 0) opts.cls.height = static_cast<int>(h);
     if (w > 0) opts.cls.width = static_cast<int>(w);
-    cls = std::move(m);
+    cls = wrapped("cls", std::move(m));
   }
   return std::make_unique<Pipeline>(std::move(det), std::move(rec), std::move(cls), std::move(dict), opts);
 }

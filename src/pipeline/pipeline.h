@@ -4,6 +4,7 @@
 
 #include <opencv2/core.hpp>
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -67,8 +68,12 @@ class Pipeline {
  public:
   // Loads the models the mode needs from `paths` onto `backend` and checks they fit together (dictionary
   // size vs recogniser classes, input heights). Errors name the file and the fix.
+  // `wrap`, when given, wraps each loaded model ("det", "rec", "cls") in another runner (the engine's fault
+  // injection and out-of-memory recovery).
+  using RunnerWrapper =
+      std::function<std::shared_ptr<runtime::Runner>(const std::string& stage, std::shared_ptr<runtime::Model> model)>;
   static Result<std::unique_ptr<Pipeline>> load(const ModelPaths& paths, std::shared_ptr<Backend> backend,
-                                                const PipelineOptions& options);
+                                                const PipelineOptions& options, const RunnerWrapper& wrap = nullptr);
 
   // From runners built elsewhere (tests, the engine's fallback-aware runners). det may be null in rec-only
   // mode, rec in det-only mode, cls when options.use_cls is false.

@@ -85,6 +85,12 @@ Result<Tensor> Model::run(const Tensor& input) {
   return std::move(outs[0]);
 }
 
+void Model::clear_plans() {
+  std::lock_guard<std::mutex> lock(mu_);
+  stats_.plans_evicted += plans_.size();
+  plans_.clear();
+}
+
 ModelStats Model::stats() const {
   std::lock_guard<std::mutex> lock(mu_);
   return stats_;

@@ -53,6 +53,8 @@ class Model : public Runner {
   const std::string& path() const { return path_; }
   Backend& backend() const { return *backend_; }
   ModelStats stats() const;
+  // Drops every cached plan (and the device memory it holds); the next run plans again. Used on OOM.
+  void clear_plans();
 
  private:
   struct Plan {
