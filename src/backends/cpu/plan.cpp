@@ -1,0 +1,524 @@
+#include "backends/cpu/plan.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+
+#include "backends/cpu/ops.h"
+#include "backends/cpu/weight_cache.h"
+#include "core/log.h"
+#include "core/timer.h"
+
+namespace steadyocr::cpu {
+namespace {
+
+constexpr size_t kAlign = 64;
+
+size_t align_up(size_t n, size_t a) {
+  return (n + a - 1) / a * a;
+}
+
+int profile_level() {
+  const char* e = std::getenv("STEADYOCR_PROFILE");
+  if (!e || !*e || std::strcmp(e, "0") == 0) return 0;
+  return std::atoi(e) >= 2 ? 2 : 1;
+}
+
+// Kahn's algorithm over the node list: producers before consumers whatever order the graph keeps.
+Result<std::vector<const graph::Node*>> topo_order(const graph::Graph& g) {
+  std::unordered_map<const graph::Node*, int> pending;
+  std::unordered_map<const graph::Value*, std::vector<const graph::Node*>> users;
+  for (const auto& n : g.nodes()) {
+    int deps = 0;
+    for (const graph::Value* in : n->inputs) {
+      if (in && in->producer && !in->is_constant()) {
+        ++deps;
+        users[in].push_back(n.get());
+      }
+    }
+    pending[n.get()] = deps;
+  }
+  std::vector<const graph::Node*> order, ready;
+  for (const auto& n : g.nodes()) {
+    if (pending[n.get()] == 0) ready.push_back(n.get());
+  }
+  std::reverse(ready.begin(), ready.end());
+  while (!ready.empty()) {
+    const graph::Node* n = ready.back();
+    ready.pop_back();
+    order.push_back(n);
+    for (const graph::Value* out : n->outputs) {
+      auto it = users.find(out);
+      if (it == users.end()) continue;
+      for (auto uit = it->second.rbegin(); uit != it->second.rend(); ++uit) {
+        if (--pending[*uit] == 0) ready.push_back(*uit);
+      }
+    }
+  }
+  if (order.size() != g.nodes().size()) return internal_error("graph has a cycle; cannot order its nodes");
+  return order;
+}
+
+Status dispatch(PlanBuilder& b, const graph::Node& n) {
+  using graph::OpKind;
+  switch (n.op) {
+    case OpKind::kConv:
+      return build_conv(b, n);
+    case OpKind::kConvTranspose:
+      return build_conv_transpose(b, n);
+    case OpKind::kMatMul:
+      return build_matmul(b, n);
+    case OpKind::kMaxPool:
+    case OpKind::kAveragePool:
+    case OpKind::kGlobalAveragePool:
+      return build_pool(b, n);
+    case OpKind::kConcat:
+      return build_concat(b, n);
+    case OpKind::kTranspose:
+      return build_transpose(b, n);
+    case OpKind::kAdd:
+    case OpKind::kSub:
+    case OpKind::kMul:
+    case OpKind::kDiv:
+    case OpKind::kPow:
+    case OpKind::kSqrt:
+    case OpKind::kRelu:
+    case OpKind::kSigmoid:
+    case OpKind::kHardSigmoid:
+    case OpKind::kHardSwish:
+    case OpKind::kClip:
+    case OpKind::kBatchNorm:
+      return build_eltwise(b, n);
+    case OpKind::kSoftmax:
+      return build_softmax(b, n);
+    case OpKind::kLayerNorm:
+      return build_layernorm(b, n);
+    case OpKind::kReduceMean:
+      return build_reduce_mean(b, n);
+    case OpKind::kResize:
+      return build_resize(b, n);
+    case OpKind::kSlice:
+      return build_slice(b, n);
+    case OpKind::kReshape:
+    case OpKind::kSqueeze:
+    case OpKind::kUnsqueeze:
+    case OpKind::kIdentity:
+      return build_view(b, n);
+    case OpKind::kShape:
+      return build_shape(b, n);
+    case OpKind::kCast:
+      return build_cast(b, n);
+    default:
+      return unsupported(fmt::format("{}: the cpu backend has no kernel for {}", n.describe(), graph::op_name(n.op)));
+  }
+}
+
+}  // namespace
+
+// ---- DnnlArgs ----
+
+Status DnnlArgs::bind(const RunContext& ctx, const Md& scratch_md) {
+  return dnnl_try("binding memories", [&] {
+    for (const auto& a : bufs_) {
+      void* p = ctx.is_external(a.buf) ? nullptr : ctx.ptr(a.buf);
+      args_[a.arg] = dnnl::memory(a.md, cpu_engine(), p);
+    }
+    for (const auto& [arg, m] : fixed_) args_[arg] = m;
+    if (scratch_md.get_size() > 0)
+      args_[DNNL_ARG_SCRATCHPAD] = dnnl::memory(scratch_md, cpu_engine(), ctx.scratchpad());
+  });
+}
+
+Status DnnlArgs::execute(RunContext& ctx, const dnnl::primitive& p, const char* what) {
+  try {
+    for (const auto& a : bufs_) {
+      if (ctx.is_external(a.buf)) args_[a.arg].set_data_handle(ctx.ptr(a.buf));
+    }
+    p.execute(ctx.stream(), args_);
+  } catch (const dnnl::error& e) {
+    return dnnl_error(e, std::string("executing ") + what);
+  }
+  return Status::ok();
+}
+
+// ---- PlanBuilder ----
+
+PlanBuilder::PlanBuilder(CpuPlan& plan, const graph::Graph& graph, WeightCache& weights)
+    : plan_(plan), graph_(graph), weights_(weights) {
+  for (const auto& n : graph.nodes()) {
+    for (const graph::Value* in : n->inputs) {
+      if (in) {
+        auto& list = consumers_[in];
+        if (std::find(list.begin(), list.end(), n.get()) == list.end()) list.push_back(n.get());
+      }
+    }
+  }
+  for (const graph::Value* v : graph.outputs()) outputs_.insert(v);
+}
+
+const Buffer& PlanBuilder::buffer(int id) const {
+  return plan_.buffers_[id];
+}
+
+int PlanBuilder::root_of(int buf) const {
+  const Buffer& b = plan_.buffers_[buf];
+  return b.storage == Storage::kView ? b.root : buf;
+}
+
+Result<int> PlanBuilder::home(const graph::Value* v) {
+  if (!v) return internal_error("missing input value");
+  auto it = home_.find(v);
+  if (it != home_.end()) return it->second;
+  if (v->is_constant()) {
+    const Tensor& t = keep(v->constant);
+    Buffer buf;
+    buf.dtype = t.dtype();
+    buf.shape = t.shape();
+    if (t.dtype() == DType::kF32) buf.md = plain_md(t.shape());
+    buf.bytes = t.nbytes();
+    buf.storage = Storage::kConstant;
+    buf.constant = t.raw();
+    buf.name = v->name;
+    plan_.buffers_.push_back(std::move(buf));
+    root_values_.emplace_back();
+    int id = static_cast<int>(plan_.buffers_.size()) - 1;
+    set_home(v, id);
+    return id;
+  }
+  return internal_error(fmt::format("value '{}' is used before any step produced it", v->name));
+}
+
+void PlanBuilder::set_home(const graph::Value* v, int buf) {
+  home_[v] = buf;
+  root_values_[root_of(buf)].push_back(v);
+}
+
+int PlanBuilder::new_buffer(DType dtype, const Shape& shape, const Md& md, const std::string& name) {
+  Buffer buf;
+  buf.dtype = dtype;
+  buf.shape = shape;
+  buf.md = md;
+  int64_t n = shape_numel(shape);
+  buf.bytes = dtype == DType::kF32 ? md.get_size() : static_cast<size_t>(std::max<int64_t>(n, 0)) * dtype_size(dtype);
+  buf.name = name;
+  plan_.buffers_.push_back(std::move(buf));
+  root_values_.emplace_back();
+  return static_cast<int>(plan_.buffers_.size()) - 1;
+}
+
+int PlanBuilder::new_constant(Tensor t, const Md& md, const std::string& name) {
+  const Tensor& kept = keep(std::move(t));
+  Buffer buf;
+  buf.dtype = kept.dtype();
+  Dims d = md.dims();
+  buf.shape = Shape(d.begin(), d.end());
+  buf.md = md;
+  buf.bytes = kept.nbytes();
+  buf.storage = Storage::kConstant;
+  buf.constant = kept.raw();
+  buf.name = name;
+  plan_.buffers_.push_back(std::move(buf));
+  root_values_.emplace_back();
+  return static_cast<int>(plan_.buffers_.size()) - 1;
+}
+
+int PlanBuilder::new_view(int of, const Shape& shape, const std::string& name) {
+  const Buffer& src = plan_.buffers_[of];
+  Buffer buf;
+  buf.dtype = src.dtype;
+  buf.shape = shape;
+  if (src.dtype == DType::kF32) buf.md = plain_md(shape);
+  buf.bytes = src.bytes;
+  buf.storage = Storage::kView;
+  buf.root = root_of(of);
+  buf.name = name;
+  plan_.buffers_.push_back(std::move(buf));
+  root_values_.emplace_back();
+  return static_cast<int>(plan_.buffers_.size()) - 1;
+}
+
+Result<int> PlanBuilder::in_layout(const graph::Value* v, const Md& md) {
+  ASSIGN_OR_RETURN(int h, home(v));
+  const Buffer& hb = plan_.buffers_[h];
+  if (hb.dtype != DType::kF32) {
+    if (md.get_size() == hb.bytes) return h;
+    return unsupported(fmt::format("value '{}' of type {} cannot change layout", v->name, dtype_name(hb.dtype)));
+  }
+  if (hb.md == md) return h;
+  std::string key = md_str(md) + "/" + std::to_string(hash_bytes(&md.data, sizeof(md.data)));
+  auto it = layout_cache_.find({v, key});
+  if (it != layout_cache_.end()) return it->second;
+  int out = new_buffer(DType::kF32, hb.shape, md, v->name + "@" + md_str(md));
+  RETURN_IF_ERROR(add_reorder(h, out, nullptr));
+  layout_cache_[{v, key}] = out;
+  root_values_[out].push_back(v);
+  return out;
+}
+
+Result<int> PlanBuilder::plain(const graph::Value* v) {
+  ASSIGN_OR_RETURN(int h, home(v));
+  const Buffer& hb = plan_.buffers_[h];
+  if (hb.dtype != DType::kF32) return h;
+  return in_layout(v, plain_md(hb.shape));
+}
+
+Status PlanBuilder::add_reorder(int src, int dst, const graph::Node* node) {
+  const Buffer& s = plan_.buffers_[src];
+  const Buffer& d = plan_.buffers_[dst];
+  ASSIGN_OR_RETURN(auto op, make_reorder_op(src, s.md, dst, d.md));
+  add_step(std::move(op), {src}, {dst}, node);
+  return Status::ok();
+}
+
+void PlanBuilder::add_step(std::unique_ptr<CpuOp> op, std::vector<int> reads, std::vector<int> writes,
+                           const graph::Node* node) {
+  CpuPlan::Step s;
+  s.op = std::move(op);
+  s.reads = std::move(reads);
+  s.writes = std::move(writes);
+  s.node = node ? node->name : "";
+  s.kind = node ? graph::op_name(node->op) : "Reorder";
+  plan_.steps_.push_back(std::move(s));
+}
+
+bool PlanBuilder::dies_with(int buf, const std::set<const graph::Node*>& current) const {
+  int r = root_of(buf);
+  if (plan_.buffers_[r].storage != Storage::kArena) return false;
+  for (const graph::Value* v : root_values_[r]) {
+    if (outputs_.count(v)) return false;
+    for (const graph::Node* c : consumers(v)) {
+      if (!built_.count(c) && !absorbed_.count(c) && !current.count(c)) return false;
+    }
+  }
+  return true;
+}
+
+const std::vector<graph::Node*>& PlanBuilder::consumers(const graph::Value* v) const {
+  static const std::vector<graph::Node*> kNone;
+  auto it = consumers_.find(v);
+  return it == consumers_.end() ? kNone : it->second;
+}
+
+bool PlanBuilder::is_graph_output(const graph::Value* v) const {
+  return outputs_.count(v) > 0;
+}
+
+bool PlanBuilder::available(const graph::Value* v) const {
+  return v && (v->is_constant() || home_.count(v));
+}
+
+const Tensor& PlanBuilder::keep(Tensor t) {
+  plan_.kept_.push_back(std::move(t));
+  return plan_.kept_.back();
+}
+
+// ---- CpuPlan ----
+
+Result<std::unique_ptr<CpuPlan>> CpuPlan::build(const graph::Graph& graph, WeightCache& weights) {
+  std::unique_ptr<CpuPlan> plan(new CpuPlan());
+  plan->name_ = graph.name();
+  plan->profile_ = profile_level();
+  PlanBuilder b(*plan, graph, weights);
+  for (const graph::Value* v : graph.inputs()) {
+    if (!v->has_static_shape()) {
+      return invalid_argument(fmt::format("graph input '{}' has no static shape {}; specialise the graph first",
+                                          v->name, shape_str(v->shape)));
+    }
+    int id = b.new_buffer(v->dtype, v->shape, v->dtype == DType::kF32 ? plain_md(v->shape) : Md(), v->name);
+    plan->buffers_[id].storage = Storage::kInput;
+    plan->buffers_[id].input_index = static_cast<int>(plan->input_bufs_.size());
+    plan->input_bufs_.push_back(id);
+    plan->input_shapes_.push_back(v->shape);
+    b.set_home(v, id);
+  }
+  ASSIGN_OR_RETURN(auto order, topo_order(graph));
+  for (const graph::Node* n : order) {
+    if (b.absorbed_.count(n)) continue;
+    bool all_const = !n->outputs.empty();
+    for (const graph::Value* o : n->outputs) all_const = all_const && o && o->is_constant();
+    if (all_const) continue;
+    for (const graph::Value* o : n->outputs) {
+      if (o && !o->has_static_shape()) {
+        return invalid_argument(fmt::format("{}: output '{}' has no static shape {}; specialise the graph first",
+                                            n->describe(), o->name, shape_str(o->shape)));
+      }
+    }
+    Status s = dispatch(b, *n);
+    if (!s.is_ok()) return s.with_context(fmt::format("cpu backend, {}", n->describe()));
+    b.built_.insert(n);
+  }
+  for (const graph::Value* v : graph.outputs()) {
+    ASSIGN_OR_RETURN(int id, b.plain(v));
+    plan->output_bufs_.push_back(id);
+    plan->output_dtypes_.push_back(plan->buffers_[id].dtype);
+  }
+  RETURN_IF_ERROR(plan->plan_memory());
+  log::debug("cpu", "planned '{}': {} steps, {} buffers, arena {:.1f} MiB, scratchpad {:.1f} MiB", plan->name_,
+             plan->steps_.size(), plan->buffers_.size(), plan->arena_bytes_ / 1048576.0,
+             plan->scratch_bytes_ / 1048576.0);
+  return plan;
+}
+
+Status CpuPlan::plan_memory() {
+  const int n_steps = static_cast<int>(steps_.size());
+  auto root = [&](int b) { return buffers_[b].storage == Storage::kView ? buffers_[b].root : b; };
+  for (int i = 0; i < n_steps; ++i) {
+    for (const auto* list : {&steps_[i].reads, &steps_[i].writes}) {
+      for (int b : *list) {
+        Buffer& r = buffers_[root(b)];
+        r.first = std::min(r.first, i);
+        r.last = std::max(r.last, i);
+      }
+    }
+  }
+  for (int b : output_bufs_) {
+    Buffer& r = buffers_[root(b)];
+    r.first = std::min(r.first, n_steps);
+    r.last = n_steps;
+  }
+  // Greedy placement, largest first: each buffer takes the lowest offset free during its lifetime.
+  std::vector<int> order;
+  for (int i = 0; i < static_cast<int>(buffers_.size()); ++i) {
+    if (buffers_[i].storage == Storage::kArena && buffers_[i].last >= 0) order.push_back(i);
+  }
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return buffers_[a].bytes > buffers_[b].bytes; });
+  std::vector<int> placed;
+  size_t total = 0;
+  for (int id : order) {
+    Buffer& b = buffers_[id];
+    size_t need = align_up(std::max<size_t>(b.bytes, 1), kAlign);
+    std::vector<std::pair<size_t, size_t>> busy;
+    for (int p : placed) {
+      const Buffer& o = buffers_[p];
+      if (o.first <= b.last && b.first <= o.last) busy.push_back({o.offset, o.offset + align_up(o.bytes, kAlign)});
+    }
+    std::sort(busy.begin(), busy.end());
+    size_t off = 0;
+    for (auto [s, e] : busy) {
+      if (off + need <= s) break;
+      off = std::max(off, e);
+    }
+    b.offset = off;
+    total = std::max(total, off + need);
+    placed.push_back(id);
+  }
+  arena_bytes_ = total;
+  if (arena_bytes_) {
+    arena_ = std::aligned_alloc(4096, align_up(arena_bytes_, 4096));
+    if (!arena_) {
+      return Status(StatusCode::kOutOfMemory, fmt::format("cpu backend: cannot allocate a {:.1f} MiB arena for '{}'",
+                                                          arena_bytes_ / 1048576.0, name_));
+    }
+  }
+  for (const Step& s : steps_) scratch_bytes_ = std::max(scratch_bytes_, s.op->scratchpad_bytes());
+  if (scratch_bytes_) {
+    scratch_ = std::aligned_alloc(4096, align_up(scratch_bytes_, 4096));
+    if (!scratch_) return Status(StatusCode::kOutOfMemory, "cpu backend: cannot allocate the oneDNN scratchpad");
+  }
+  ctx_.ptrs_.assign(buffers_.size(), nullptr);
+  ctx_.external_.assign(buffers_.size(), false);
+  for (size_t i = 0; i < buffers_.size(); ++i) {
+    const Buffer& b = buffers_[i];
+    const Buffer& r = buffers_[root(static_cast<int>(i))];
+    switch (r.storage) {
+      case Storage::kArena:
+        ctx_.ptrs_[i] = static_cast<char*>(arena_) + r.offset;
+        break;
+      case Storage::kConstant:
+        ctx_.ptrs_[i] = const_cast<void*>(r.constant);
+        break;
+      case Storage::kInput:
+        ctx_.external_[i] = true;
+        break;
+      case Storage::kView:
+        return internal_error("a view of a view reached memory planning");
+    }
+    (void)b;
+  }
+  ctx_.scratchpad_ = scratch_;
+  RETURN_IF_ERROR(dnnl_try("creating a stream", [&] { stream_ = std::make_unique<dnnl::stream>(cpu_engine()); }));
+  ctx_.stream_ = stream_.get();
+  for (Step& s : steps_) {
+    Status st = s.op->bind(ctx_);
+    if (!st.is_ok()) return st.with_context("cpu backend, binding " + s.op->describe());
+  }
+  return Status::ok();
+}
+
+CpuPlan::~CpuPlan() {
+  if (profile_ && runs_) print_profile();
+  steps_.clear();
+  std::free(arena_);
+  std::free(scratch_);
+}
+
+Status CpuPlan::run(const std::vector<Tensor>& inputs, std::vector<Tensor>* outputs) {
+  if (inputs.size() != input_bufs_.size()) {
+    return invalid_argument(fmt::format("'{}' takes {} inputs, got {}", name_, input_bufs_.size(), inputs.size()));
+  }
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const Buffer& b = buffers_[input_bufs_[i]];
+    if (inputs[i].shape() != input_shapes_[i] || inputs[i].dtype() != b.dtype) {
+      return invalid_argument(fmt::format("input {} of '{}' is {}; this plan was prepared for {}[{}]", i, name_,
+                                          inputs[i].describe(), dtype_name(b.dtype), shape_str(input_shapes_[i])));
+    }
+  }
+  for (size_t i = 0; i < buffers_.size(); ++i) {
+    const Buffer& r = buffers_[buffers_[i].storage == Storage::kView ? buffers_[i].root : i];
+    if (r.storage == Storage::kInput) ctx_.ptrs_[i] = const_cast<void*>(inputs[r.input_index].raw());
+  }
+  Stopwatch total;
+  for (Step& s : steps_) {
+    if (profile_) {
+      Stopwatch sw;
+      Status st = s.op->run(ctx_);
+      s.ms += sw.elapsed_ms();
+      if (!st.is_ok()) return st.with_context("cpu backend, " + (s.node.empty() ? s.op->describe() : s.node));
+    } else {
+      Status st = s.op->run(ctx_);
+      if (!st.is_ok()) return st.with_context("cpu backend, " + (s.node.empty() ? s.op->describe() : s.node));
+    }
+  }
+  RETURN_IF_ERROR(dnnl_try("waiting for the stream", [&] { stream_->wait(); }));
+  outputs->clear();
+  for (size_t i = 0; i < output_bufs_.size(); ++i) {
+    const Buffer& b = buffers_[output_bufs_[i]];
+    Tensor t = Tensor::empty(b.dtype, b.shape);
+    std::memcpy(t.raw(), ctx_.ptr(output_bufs_[i]), t.nbytes());
+    outputs->push_back(std::move(t));
+  }
+  if (profile_) {
+    double ms = total.elapsed_ms();
+    run_ms_ += ms;
+    ++runs_;
+    if (profile_ >= 2) fmt::print(stderr, "[cpu profile] '{}' run {}: {:.2f} ms\n", name_, runs_, ms);
+  }
+  return Status::ok();
+}
+
+void CpuPlan::print_profile() const {
+  std::string in;
+  for (const auto& s : input_shapes_) in += shape_str(s) + " ";
+  fmt::print(stderr, "[cpu profile] '{}' input {}: {} runs, {:.2f} ms/run, {} steps, arena {:.1f} MiB\n", name_, in,
+             runs_, run_ms_ / runs_, steps_.size(), arena_bytes_ / 1048576.0);
+  std::map<std::string, std::pair<double, int>> by_kind;
+  for (const Step& s : steps_) {
+    auto& k = by_kind[s.kind];
+    k.first += s.ms;
+    k.second += 1;
+  }
+  std::vector<std::pair<std::string, std::pair<double, int>>> kinds(by_kind.begin(), by_kind.end());
+  std::sort(kinds.begin(), kinds.end(), [](auto& a, auto& b) { return a.second.first > b.second.first; });
+  for (const auto& [k, v] : kinds) {
+    fmt::print(stderr, "[cpu profile]   {:<20} {:4} steps {:9.3f} ms/run\n", k, v.second, v.first / runs_);
+  }
+  for (size_t i = 0; i < steps_.size(); ++i) {
+    const Step& s = steps_[i];
+    fmt::print(stderr, "[cpu profile]   #{:<4} {:8.3f} ms  {:<28} {}\n", i, s.ms / runs_, s.node.substr(0, 28),
+               s.op->describe());
+  }
+}
+
+}  // namespace steadyocr::cpu
