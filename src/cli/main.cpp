@@ -5,6 +5,7 @@
 
 #include "cli/commands.h"
 #include "core/log.h"
+#include "pipeline/engine.h"
 
 #ifndef STEADYOCR_VERSION
 #define STEADYOCR_VERSION "dev"
@@ -13,6 +14,8 @@
 using namespace steadyocr;
 
 int main(int argc, char** argv) {
+  // The engine starts GPU workers as `steadyocr __worker CONFIG_JSON` (not a user command).
+  if (argc == 3 && std::string(argv[1]) == "__worker") return pipeline::worker_main(argv[2]);
   CLI::App app{"steadyocr " STEADYOCR_VERSION " - GPU-robust OCR (PP-OCR det -> cls -> rec) on CUDA and CPU"};
   app.require_subcommand(1);
   app.set_version_flag("--version", STEADYOCR_VERSION);

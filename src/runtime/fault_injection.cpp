@@ -11,7 +11,8 @@
 namespace steadyocr::runtime {
 namespace {
 
-const char* const kKinds[] = {"oom", "oom_batch", "sticky", "illegal_address", "launch_failure", "hang", "error"};
+const char* const kKinds[] = {"oom",  "oom_batch", "sticky",          "illegal_address",    "launch_failure",
+                              "hang", "error",     "no_kernel_image", "cudnn_not_supported"};
 const char* const kStages[] = {"det", "rec", "cls", "any"};
 
 template <size_t N>
@@ -36,7 +37,7 @@ Result<std::vector<FaultRule>> parse_fault_spec(const std::string& spec) {
   std::vector<FaultRule> rules;
   size_t pos = 0;
   while (pos <= spec.size()) {
-    size_t comma = spec.find(',', pos);
+    size_t comma = spec.find_first_of(",;", pos);
     std::string rule = spec.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
     pos = comma == std::string::npos ? spec.size() + 1 : comma + 1;
     while (!rule.empty() && rule.back() == ' ') rule.pop_back();
@@ -70,7 +71,8 @@ Result<std::vector<FaultRule>> parse_fault_spec(const std::string& spec) {
     }
     if (!one_of(r.kind, kKinds)) {
       return invalid_argument("STEADYOCR_FAULT rule '" + rule + "': unknown kind '" + r.kind +
-                              "' (oom, oom_batch, sticky, illegal_address, launch_failure, hang, error)");
+                              "' (oom, oom_batch, sticky, illegal_address, launch_failure, hang, error, "
+                              "no_kernel_image, cudnn_not_supported)");
     }
     if (!one_of(r.stage, kStages)) {
       return invalid_argument("STEADYOCR_FAULT rule '" + rule + "': unknown stage '" + r.stage +
@@ -125,11 +127,12 @@ Result<Tensor> FaultInjectingRunner::run(const Tensor& input) {
   metrics::inc("steadyocr_faults_injected_total", {{"stage", stage_}, {"kind", rule->kind}});
   log::warn("fault", "injecting {} on {} call ({})", rule->kind, stage_, rule->describe());
   const std::string& k = rule->kind;
+  // On a real device the fault is real: the hook arms it in the backend and the run hits it.
+  if (injector_->device_hook() && injector_->device_hook()(k)) return inner_->run(input);
   if (k == "hang") {
     // Never returns: the supervisor's watchdog must kill this process.
     for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
   }
-  if (injector_->device_hook() && injector_->device_hook()(k)) return inner_->run(input);  // a real device fault
   if (k == "oom" || k == "oom_batch") {
     return Status(StatusCode::kOutOfMemory, "out of memory (injected " + rule->describe() + ")");
   }

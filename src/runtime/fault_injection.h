@@ -1,8 +1,9 @@
 // Fault injection (STEADYOCR_FAULT) so that every recovery path is tested without broken hardware.
 //
-//   STEADYOCR_FAULT = rule[,rule...]
+//   STEADYOCR_FAULT = rule[,rule...]   (',' or ';' between rules)
 //   rule  = kind "@" stage [":" N ["+"]] ["!"]
-//   kind  = oom | oom_batch | sticky | illegal_address | launch_failure | hang | error
+//   kind  = oom | oom_batch | sticky | illegal_address | launch_failure | hang | error | no_kernel_image |
+//           cudnn_not_supported
 //   stage = det | rec | cls | any
 //   N     = the Nth call of that stage in the process (1-based, default 1); "N+" = every call from the Nth on
 //   "!"   = persistent: the rule also applies in restarted workers (a device that stays bad); without it a rule
@@ -10,7 +11,8 @@
 // oom: out of memory once (recovered by freeing caches and retrying); oom_batch: out of memory whenever the
 // batch holds more than one item (recovered by splitting the batch); sticky/illegal_address/launch_failure:
 // the device context is lost (on a CUDA backend the plugin launches a real faulting kernel); hang: the call
-// never returns (the watchdog must catch it); error: a plain non-sticky device error.
+// never returns (the watchdog must catch it); error, no_kernel_image, cudnn_not_supported: a non-sticky device
+// error. On a CUDA backend the engine arms the plugin's real fault (docs/FAULTS.md) for the chosen call.
 // See docs/FAULTS.md.
 #pragma once
 

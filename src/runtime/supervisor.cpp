@@ -82,14 +82,23 @@ Result<std::shared_ptr<Supervisor::Worker>> Supervisor::spawn(std::string* ready
     return unavailable(std::string("pipe failed: ") + std::strerror(errno));
   }
   // Everything the child needs is built before fork: after fork only async-signal-safe calls.
+  std::vector<std::pair<std::string, std::string>> extra = options_.env;
+  if (stats_.worker_starts > 0) {
+    for (auto& kv : options_.restart_env) extra.push_back(kv);
+  }
   std::vector<std::string> env_strings;
   for (char** e = environ; *e; ++e) {
     std::string kv = *e;
     bool overridden = false;
-    for (auto& [k, v] : options_.env) overridden |= kv.rfind(k + "=", 0) == 0;
+    for (auto& [k, v] : extra) overridden |= kv.rfind(k + "=", 0) == 0;
     if (!overridden && kv.rfind("STEADYOCR_WORKER=", 0) != 0) env_strings.push_back(kv);
   }
-  for (auto& [k, v] : options_.env) env_strings.push_back(k + "=" + v);
+  // Later entries win: a restart override replaces the base value.
+  for (size_t i = 0; i < extra.size(); ++i) {
+    bool superseded = false;
+    for (size_t j = i + 1; j < extra.size(); ++j) superseded |= extra[j].first == extra[i].first;
+    if (!superseded) env_strings.push_back(extra[i].first + "=" + extra[i].second);
+  }
   env_strings.push_back("STEADYOCR_WORKER=1");
   std::vector<char*> envp, argv;
   for (auto& s : env_strings) envp.push_back(s.data());

@@ -26,10 +26,12 @@ struct SupervisorOptions {
   std::string name = "worker";    // for logs and events
   std::vector<std::string> argv;  // the worker command; it speaks ipc.h frames on fds 3 (in) and 4 (out)
   std::vector<std::pair<std::string, std::string>> env;  // added to the worker's environment
-  int startup_timeout_ms = 120000;                       // until the worker says it is ready
-  int job_timeout_ms = 60000;                            // watchdog: a job running longer means the worker hangs
-  int max_attempts = 3;                                  // tries of one job (each on a fresh worker after a loss)
-  int max_restarts_in_row = 3;  // worker losses without a success in between before we stop restarting
+  // Applied on top of `env` for every worker after the first (e.g. a transient fault spec dropped on restart).
+  std::vector<std::pair<std::string, std::string>> restart_env;
+  int startup_timeout_ms = 120000;  // until the worker says it is ready
+  int job_timeout_ms = 60000;       // watchdog: a job running longer means the worker hangs
+  int max_attempts = 3;             // tries of one job (each on a fresh worker after a loss)
+  int max_restarts_in_row = 3;      // worker losses without a success in between before we stop restarting
 };
 
 struct SupervisorEvent {
