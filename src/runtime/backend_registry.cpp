@@ -1,6 +1,7 @@
 #include "runtime/backend_registry.h"
 
 #include "backends/reference/reference_backend.h"
+#include "runtime/cuda_plugin.h"
 #ifdef STEADYOCR_HAVE_ONEDNN
 #include "backends/cpu/cpu_backend.h"
 #endif
@@ -9,6 +10,10 @@ namespace steadyocr::runtime {
 
 std::vector<std::string> available_backends() {
   std::vector<std::string> names;
+  if (cuda_plugin_status().loaded && cuda_plugin_status().device_count > 0) {
+    names.push_back("cuda-fp16");
+    names.push_back("cuda-fp32");
+  }
 #ifdef STEADYOCR_HAVE_ONEDNN
   names.push_back("cpu");
 #endif
@@ -17,6 +22,13 @@ std::vector<std::string> available_backends() {
 }
 
 Result<std::shared_ptr<Backend>> create_backend(const std::string& name) {
+  return create_backend(name, BackendOptions{});
+}
+
+Result<std::shared_ptr<Backend>> create_backend(const std::string& name, const BackendOptions& options) {
+  if (name == "cuda-fp32" || name == "cuda-fp16") {
+    return create_cuda_backend(name.substr(5), options.gpu_memory_budget_bytes, options.device);
+  }
   if (name == "reference") return std::shared_ptr<Backend>(make_reference_backend());
 #ifdef STEADYOCR_HAVE_ONEDNN
   if (name == "cpu") return std::shared_ptr<Backend>(make_cpu_backend());

@@ -11,9 +11,17 @@
 
 namespace steadyocr::runtime {
 
-// Names that can be created in this build on this machine, best first (e.g. {"cpu", "reference"}).
+// Names that can be created in this build on this machine, best first (e.g. {"cuda-fp16", "cuda-fp32", "cpu",
+// "reference"}; the cuda ones only when the plugin loads and a device is present).
 std::vector<std::string> available_backends();
 // Creates a backend; a name that is unknown or unavailable is an error that says why.
 Result<std::shared_ptr<Backend>> create_backend(const std::string& name);
+
+struct BackendOptions {
+  size_t gpu_memory_budget_bytes = 0;  // --gpu-mem; 0 = no budget (CUDA backends only)
+  int device = 0;                      // CUDA device index
+};
+// Same, with options for device backends.
+Result<std::shared_ptr<Backend>> create_backend(const std::string& name, const BackendOptions& options);
 
 }  // namespace steadyocr::runtime

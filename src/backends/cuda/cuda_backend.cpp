@@ -1,0 +1,130 @@
+#include "backends/cuda/cuda_backend.h"
+
+#include <dlfcn.h>
+#include <fmt/format.h>
+
+#include <cstdlib>
+#include <functional>
+
+#include "backends/cuda/check.h"
+#include "backends/cuda/prepared_graph.h"
+#include "core/log.h"
+#include "core/metrics.h"
+#include "core/timer.h"
+
+namespace steadyocr::cuda {
+namespace {
+
+bool env_off(const char* name) {
+  const char* v = std::getenv(name);
+  return v && (std::string(v) == "0" || std::string(v) == "off" || std::string(v) == "false");
+}
+
+std::string library_of(const void* symbol) {
+  Dl_info info;
+  if (symbol && dladdr(symbol, &info) && info.dli_fname) return info.dli_fname;
+  return "";
+}
+
+}  // namespace
+
+std::string model_role(const graph::Graph& g) {
+  if (g.outputs().size() != 1 || !g.outputs()[0]) return "model";
+  const Shape& s = g.outputs()[0]->shape;
+  if (s.size() == 4 && s[1] == 1) return "det";
+  if (s.size() == 3) return "rec";
+  if (s.size() == 2) return "cls";
+  return "model";
+}
+
+std::string model_signature(const graph::Graph& g) {
+  std::string text = model_role(g);
+  for (const auto& n : g.nodes()) {
+    text += '|';
+    text += n->name;
+    text += ':';
+    text += graph::op_name(n->op);
+  }
+  return fmt::format("{}:{}:{:016x}", model_role(g), g.nodes().size(), std::hash<std::string>{}(text));
+}
+
+Result<std::unique_ptr<CudaBackend>> CudaBackend::create(int device, const std::string& precision,
+                                                         size_t mem_budget_bytes) {
+  auto st = std::make_shared<BackendState>();
+  if (precision == "fp32") {
+    st->precision = Precision::kF32;
+  } else if (precision == "fp16") {
+    st->precision = Precision::kF16;
+  } else {
+    return invalid_argument(fmt::format("CUDA precision '{}' is not one of fp32, fp16", precision));
+  }
+  st->name = "cuda-" + precision;
+  st->use_graphs = !env_off("STEADYOCR_CUDA_GRAPHS");
+  st->calibrate = !env_off("STEADYOCR_CUDA_CALIBRATE");
+  int count = 0;
+  SO_GPU_CHECK(cudaGetDeviceCount(&count));
+  if (device < 0 || device >= count) {
+    return invalid_argument(fmt::format("CUDA device {} does not exist ({} visible)", device, count));
+  }
+  SO_GPU_CHECK(cudaSetDevice(device));
+  SO_GPU_CHECK(cudaFree(nullptr));  // creates the context now, so failures surface here
+  st->device = std::make_shared<CudaDevice>(device, mem_budget_bytes);
+  std::unique_ptr<CudaBackend> b(new CudaBackend(st));
+
+  cudaDeviceProp prop{};
+  SO_GPU_CHECK(cudaGetDeviceProperties(&prop, device));
+  DeviceInfo& di = b->info_;
+  di.backend = "cuda";
+  di.name = prop.name;
+  di.memory_bytes = static_cast<int64_t>(prop.totalGlobalMem);
+  di.compute_capability = fmt::format("{}.{}", prop.major, prop.minor);
+  int drv = 0, rt = 0;
+  cudaDriverGetVersion(&drv);
+  cudaRuntimeGetVersion(&rt);
+  di.driver_version = fmt::format("CUDA {}.{}", drv / 1000, (drv % 1000) / 10);
+  di.libraries["cudart"] = fmt::format("{}.{} (static)", rt / 1000, (rt % 1000) / 10);
+  size_t cv = cudnnGetVersion();
+  di.libraries["cudnn"] = fmt::format("{}.{}.{} ({})", cv / 10000, (cv % 10000) / 100, cv % 100,
+                                      library_of(reinterpret_cast<const void*>(&cudnnGetVersion)));
+  int maj = 0, min = 0, pat = 0;
+  cublasGetProperty(MAJOR_VERSION, &maj);
+  cublasGetProperty(MINOR_VERSION, &min);
+  cublasGetProperty(PATCH_LEVEL, &pat);
+  di.libraries["cublas"] =
+      fmt::format("{}.{}.{} ({})", maj, min, pat, library_of(reinterpret_cast<const void*>(&cublasGetProperty)));
+  if (mem_budget_bytes) di.libraries["memory_budget"] = fmt::format("{} MiB", mem_budget_bytes >> 20);
+  log::info("cuda", "{} on {} (cc {}, {} MiB), cuDNN {}, cuBLAS {}.{}.{}{}", st->name, di.name, di.compute_capability,
+            di.memory_bytes >> 20, di.libraries["cudnn"], maj, min, pat,
+            mem_budget_bytes ? fmt::format(", budget {} MiB", mem_budget_bytes >> 20) : "");
+  return b;
+}
+
+DeviceInfo CudaBackend::device_info() const {
+  return info_;
+}
+
+bool CudaBackend::supports(const graph::Node& node) const {
+  return op_supported(node, nullptr);
+}
+
+Result<std::unique_ptr<PreparedGraph>> CudaBackend::prepare(const graph::Graph& graph) {
+  if (device_lost()) {
+    GpuErrorRecord r = first_sticky_error();
+    return Status(
+        StatusCode::kDeviceFault,
+        fmt::format("the CUDA context was lost earlier ({} in '{}'); restart the process", r.name, r.expression));
+  }
+  Stopwatch sw;
+  const std::string role = model_role(graph);
+  auto pg = CudaPreparedGraph::create(state_, graph);
+  if (!pg.is_ok()) return pg.status();
+  // The first request of a new shape bucket: planned once (algorithms, arena, later a CUDA graph), then reused.
+  metrics::inc("steadyocr_cuda_buckets_planned_total", {{"model", role}, {"backend", state_->name}});
+  metrics::inc("steadyocr_cuda_plan_ms_total", {{"model", role}, {"backend", state_->name}}, sw.elapsed_ms());
+  log::debug("cuda", "{}: planned {} for {} in {:.1f} ms ({} KiB arena)", state_->name, role,
+             graph.inputs().empty() ? "?" : shape_str(graph.inputs()[0]->shape), sw.elapsed_ms(),
+             (*pg)->workspace_bytes() >> 10);
+  return pg;
+}
+
+}  // namespace steadyocr::cuda

@@ -1,0 +1,49 @@
+// The CUDA backend (cuda-fp32 / cuda-fp16) as seen through the Backend contract, and the state its prepared
+// graphs share.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+
+#include "backends/backend.h"
+#include "backends/cuda/device.h"
+#include "backends/cuda/plan_builder.h"
+
+namespace steadyocr::cuda {
+
+// Shared by the backend and every plan it prepared (plans may outlive the backend object).
+struct BackendState {
+  std::shared_ptr<CudaDevice> device;
+  Precision precision = Precision::kF32;
+  std::string name;  // "cuda-fp32" / "cuda-fp16"
+  bool use_graphs = true;
+  bool calibrate = true;  // reduced precision: verify per layer on the first real input of each model
+  std::mutex mu;
+  std::map<std::string, std::set<std::string>> f32_nodes;  // model signature -> nodes kept in fp32
+};
+
+class CudaBackend final : public Backend {
+ public:
+  // Creates the backend for `device` ("fp32" or "fp16"); mem_budget_bytes 0 = no budget.
+  static Result<std::unique_ptr<CudaBackend>> create(int device, const std::string& precision, size_t mem_budget_bytes);
+  std::string name() const override { return state_->name; }
+  DeviceInfo device_info() const override;
+  bool supports(const graph::Node& node) const override;
+  Result<std::unique_ptr<PreparedGraph>> prepare(const graph::Graph& graph) override;
+
+ private:
+  explicit CudaBackend(std::shared_ptr<BackendState> s) : state_(std::move(s)) {}
+  std::shared_ptr<BackendState> state_;
+  DeviceInfo info_;
+};
+
+// "det" (N,1,H,W probability map), "rec" (N,T,classes), "cls" (N,classes) or "model": the name used by fault
+// rules and metrics labels.
+std::string model_role(const graph::Graph& g);
+// Identifies a model across shape buckets (same nodes, any input shape).
+std::string model_signature(const graph::Graph& g);
+
+}  // namespace steadyocr::cuda

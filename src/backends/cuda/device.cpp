@@ -1,0 +1,300 @@
+#include "backends/cuda/device.h"
+
+#include <fmt/format.h>
+
+#include <cstring>
+
+#include "backends/cuda/check.h"
+#include "core/log.h"
+#include "core/metrics.h"
+
+namespace steadyocr::cuda {
+namespace {
+
+// Large blocks (arenas) are whole MiB so they fit the next plan of a similar size; small ones (weights) 4 KiB.
+constexpr size_t kGranule = 1 << 20;
+constexpr size_t kSmallGranule = 4 << 10;
+constexpr size_t kMaxCachedBytes = size_t{1} << 30;  // cached blocks above this go back to the driver
+constexpr size_t kCublasWorkspace = 4 << 20;
+
+size_t round_up(size_t n, size_t g) {
+  return (n + g - 1) / g * g;
+}
+
+uint64_t hash_bytes(const void* data, size_t n) {
+  // FNV-1a over 8-byte words (weights are a few MiB; this runs once per plan).
+  const auto* p = static_cast<const uint8_t*>(data);
+  uint64_t h = 1469598103934665603ull;
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    uint64_t w;
+    std::memcpy(&w, p + i, 8);
+    h = (h ^ w) * 1099511628211ull;
+  }
+  for (; i < n; ++i) h = (h ^ p[i]) * 1099511628211ull;
+  return h;
+}
+
+}  // namespace
+
+uint16_t float_to_half(float f) {
+  uint32_t x;
+  std::memcpy(&x, &f, 4);
+  uint32_t sign = (x >> 16) & 0x8000u;
+  uint32_t mant = x & 0x7fffffu;
+  int32_t exp = static_cast<int32_t>((x >> 23) & 0xffu);
+  if (exp == 0xff) return static_cast<uint16_t>(sign | 0x7c00u | (mant ? 0x200u : 0u));  // inf / nan
+  int32_t e = exp - 127 + 15;
+  if (e >= 0x1f) return static_cast<uint16_t>(sign | 0x7c00u);  // overflow -> inf
+  if (e <= 0) {                                                 // subnormal or zero
+    if (e < -10) return static_cast<uint16_t>(sign);
+    mant |= 0x800000u;
+    uint32_t shift = static_cast<uint32_t>(14 - e);
+    uint32_t half_mant = mant >> shift;
+    uint32_t rem = mant & ((1u << shift) - 1u);
+    uint32_t halfway = 1u << (shift - 1);
+    if (rem > halfway || (rem == halfway && (half_mant & 1u))) ++half_mant;
+    return static_cast<uint16_t>(sign | half_mant);
+  }
+  uint32_t h = sign | (static_cast<uint32_t>(e) << 10) | (mant >> 13);
+  uint32_t rem = mant & 0x1fffu;
+  if (rem > 0x1000u || (rem == 0x1000u && (h & 1u))) ++h;  // may carry into the exponent: still correct
+  return static_cast<uint16_t>(h);
+}
+
+float half_to_float(uint16_t h) {
+  uint32_t sign = (h & 0x8000u) << 16;
+  uint32_t exp = (h >> 10) & 0x1fu;
+  uint32_t mant = h & 0x3ffu;
+  uint32_t x;
+  if (exp == 0) {
+    if (mant == 0) {
+      x = sign;
+    } else {
+      int e = -1;
+      do {
+        ++e;
+        mant <<= 1;
+      } while ((mant & 0x400u) == 0);
+      x = sign | (static_cast<uint32_t>(127 - 15 - e) << 23) | ((mant & 0x3ffu) << 13);
+    }
+  } else if (exp == 0x1f) {
+    x = sign | 0x7f800000u | (mant << 13);
+  } else {
+    x = sign | ((exp + 127 - 15) << 23) | (mant << 13);
+  }
+  float f;
+  std::memcpy(&f, &x, 4);
+  return f;
+}
+
+// ---- DevicePool ------------------------------------------------------------------------------------------------
+
+DeviceMemory::~DeviceMemory() {
+  if (pool && ptr) pool->give_back(ptr, bytes);
+}
+
+DevicePool::~DevicePool() {
+  trim();
+}
+
+Result<DeviceMemoryPtr> DevicePool::allocate(size_t bytes, const std::string& what) {
+  size_t want = bytes == 0 ? 1 : bytes;
+  want = round_up(want, want < kGranule ? kSmallGranule : kGranule);
+  std::unique_lock<std::mutex> lock(mu_);
+  // Reuse a cached block of the same size, or one at most 25% larger.
+  auto it = cached_.lower_bound(want);
+  if (it != cached_.end() && it->first <= want + want / 4) {
+    auto m = std::make_shared<DeviceMemory>();
+    m->ptr = it->second;
+    m->bytes = it->first;
+    m->pool = shared_from_this();
+    cached_bytes_ -= it->first;
+    in_use_ += it->first;
+    cached_.erase(it);
+    publish_locked();
+    return m;
+  }
+  if (budget_ > 0 && in_use_ + cached_bytes_ + want > budget_) {
+    for (auto& [sz, p] : cached_) cudaFree(p);
+    cached_.clear();
+    cached_bytes_ = 0;
+    if (in_use_ + want > budget_) {
+      publish_locked();
+      return Status(StatusCode::kResourceExhausted,
+                    fmt::format("GPU memory budget exceeded: {} needs {:.1f} MiB, {:.1f} of {:.1f} MiB are in use; "
+                                "raise --gpu-mem or lower the image size / batch",
+                                what, want / 1048576.0, in_use_ / 1048576.0, budget_ / 1048576.0));
+    }
+  }
+  void* p = nullptr;
+  cudaSetDevice(device_);
+  cudaError_t e = cudaMalloc(&p, want);
+  if (e == cudaErrorMemoryAllocation && !cached_.empty()) {
+    (void)cudaGetLastError();
+    for (auto& [sz, q] : cached_) cudaFree(q);
+    cached_.clear();
+    cached_bytes_ = 0;
+    e = cudaMalloc(&p, want);
+  }
+  if (e != cudaSuccess) {
+    lock.unlock();
+    Status s = gpu_status(e, "cudaMalloc(&p, want)", __FILE__, __LINE__);
+    return Status(s.code(), fmt::format("allocating {:.1f} MiB for {}: {}", want / 1048576.0, what, s.message()));
+  }
+  in_use_ += want;
+  publish_locked();
+  auto m = std::make_shared<DeviceMemory>();
+  m->ptr = p;
+  m->bytes = want;
+  m->pool = shared_from_this();
+  return m;
+}
+
+void DevicePool::give_back(void* ptr, size_t bytes) {
+  std::lock_guard<std::mutex> lock(mu_);
+  in_use_ -= bytes;
+  cached_.emplace(bytes, ptr);
+  cached_bytes_ += bytes;
+  size_t cap = budget_ > 0 ? std::min(kMaxCachedBytes, budget_ / 4) : kMaxCachedBytes;
+  while (cached_bytes_ > cap && !cached_.empty()) {
+    auto last = std::prev(cached_.end());  // largest first
+    cudaFree(last->second);
+    cached_bytes_ -= last->first;
+    cached_.erase(last);
+  }
+  publish_locked();
+}
+
+void DevicePool::trim() {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto& [sz, p] : cached_) cudaFree(p);
+  cached_.clear();
+  cached_bytes_ = 0;
+  publish_locked();
+}
+
+size_t DevicePool::in_use() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return in_use_;
+}
+
+size_t DevicePool::reserved() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return in_use_ + cached_bytes_;
+}
+
+void DevicePool::publish_locked() {
+  std::string dev = std::to_string(device_);
+  metrics::set_gauge("steadyocr_gpu_memory_bytes", {{"device", dev}, {"state", "in_use"}},
+                     static_cast<double>(in_use_));
+  metrics::set_gauge("steadyocr_gpu_memory_bytes", {{"device", dev}, {"state", "cached"}},
+                     static_cast<double>(cached_bytes_));
+}
+
+// ---- CudaDevice ------------------------------------------------------------------------------------------------
+
+CudaDevice::CudaDevice(int device, size_t budget_bytes)
+    : device_(device), pool_(std::make_shared<DevicePool>(device, budget_bytes)) {}
+
+CudaDevice::~CudaDevice() {
+  cudaSetDevice(device_);
+  for (auto& h : free_handles_) {
+    if (h.cudnn) cudnnDestroy(h.cudnn);
+    if (h.cublas) cublasDestroy(h.cublas);
+  }
+  free_handles_.clear();
+  weights_.clear();
+}
+
+Result<DeviceMemoryPtr> CudaDevice::weight(const Tensor& t, DType dt) {
+  if (!t.defined()) return internal_error("weight(): undefined tensor");
+  std::vector<uint8_t> converted;
+  const void* src = t.raw();
+  size_t bytes = t.nbytes();
+  if (t.dtype() != dt) {
+    if (t.dtype() == DType::kF32 && dt == DType::kF16) {
+      converted.resize(static_cast<size_t>(t.numel()) * 2);
+      auto* h = reinterpret_cast<uint16_t*>(converted.data());
+      const float* f = t.data<float>();
+      for (int64_t i = 0; i < t.numel(); ++i) h[i] = float_to_half(f[i]);
+    } else if (dt == DType::kF32) {
+      std::vector<float> f = t.to_floats();
+      converted.resize(f.size() * 4);
+      std::memcpy(converted.data(), f.data(), converted.size());
+    } else {
+      return unsupported(fmt::format("weight conversion {} -> {}", dtype_name(t.dtype()), dtype_name(dt)));
+    }
+    src = converted.data();
+    bytes = converted.size();
+  }
+  std::string key = fmt::format("{}:{}:{:016x}", dtype_name(dt), bytes, hash_bytes(src, bytes));
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = weights_.find(key);
+    if (it != weights_.end()) return it->second;
+  }
+  ASSIGN_OR_RETURN(DeviceMemoryPtr m, pool_->allocate(bytes, "weights"));
+  SO_GPU_CHECK(cudaMemcpy(m->ptr, src, bytes, cudaMemcpyHostToDevice));
+  std::lock_guard<std::mutex> lock(mu_);
+  auto [it, inserted] = weights_.emplace(key, m);
+  if (inserted) weight_bytes_ += m->bytes;
+  return it->second;
+}
+
+Result<DeviceMemoryPtr> CudaDevice::weight_floats(const std::vector<float>& v) {
+  return weight(Tensor::from_floats({static_cast<int64_t>(v.size())}, v), DType::kF32);
+}
+
+Result<Handles> CudaDevice::acquire_handles() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!free_handles_.empty()) {
+      Handles h = std::move(free_handles_.back());
+      free_handles_.pop_back();
+      return h;
+    }
+  }
+  Handles h;
+  SO_GPU_CHECK(cudaSetDevice(device_));
+  SO_GPU_CHECK(cudnnCreate(&h.cudnn));
+  cublasStatus_t cs = cublasCreate(&h.cublas);
+  if (cs != CUBLAS_STATUS_SUCCESS) {
+    cudnnDestroy(h.cudnn);
+    return gpu_status(cs, "cublasCreate(&h.cublas)", __FILE__, __LINE__);
+  }
+  auto ws = pool_->allocate(kCublasWorkspace, "cuBLAS workspace");
+  if (!ws.is_ok()) {
+    cudnnDestroy(h.cudnn);
+    cublasDestroy(h.cublas);
+    return ws.status();
+  }
+  h.cublas_workspace = std::move(ws).value();
+  return h;
+}
+
+void CudaDevice::release_handles(Handles h) {
+  if (!h.cudnn) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  free_handles_.push_back(std::move(h));
+}
+
+bool CudaDevice::find_algo(const ConvAlgoKey& key, ConvAlgoChoice* out) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = algos_.find(key);
+  if (it == algos_.end()) return false;
+  *out = it->second;
+  return true;
+}
+
+void CudaDevice::store_algo(const ConvAlgoKey& key, const ConvAlgoChoice& c) {
+  std::lock_guard<std::mutex> lock(mu_);
+  algos_[key] = c;
+}
+
+size_t CudaDevice::weight_bytes() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return weight_bytes_;
+}
+
+}  // namespace steadyocr::cuda

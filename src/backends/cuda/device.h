@@ -1,0 +1,110 @@
+// Per-device state shared by every plan of one backend: the memory pool (with the configured budget), the weight
+// cache, the handle pool and the convolution algorithm cache. All of it is thread-safe.
+#pragma once
+
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+#include <cudnn.h>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "core/tensor.h"
+
+namespace steadyocr::cuda {
+
+class DevicePool;
+
+// A device allocation owned by whoever holds the shared_ptr; freed back to the pool's cache.
+struct DeviceMemory {
+  void* ptr = nullptr;
+  size_t bytes = 0;
+  std::shared_ptr<DevicePool> pool;
+  ~DeviceMemory();
+};
+using DeviceMemoryPtr = std::shared_ptr<DeviceMemory>;
+
+// Device memory with a budget. Blocks freed by plans stay cached for the next plan of a similar size, so
+// switching between buckets does not call cudaMalloc/cudaFree (which synchronise the device) in steady state.
+class DevicePool : public std::enable_shared_from_this<DevicePool> {
+ public:
+  DevicePool(int device, size_t budget_bytes) : device_(device), budget_(budget_bytes) {}
+  ~DevicePool();
+  // Allocates at least `bytes` (rounded up); `what` names the use in errors. Fails with kResourceExhausted when
+  // the budget would be exceeded and kOutOfMemory when the device has no memory left.
+  Result<DeviceMemoryPtr> allocate(size_t bytes, const std::string& what);
+  // Frees every cached block (e.g. before retrying after an out-of-memory error).
+  void trim();
+  size_t budget() const { return budget_; }
+  size_t in_use() const;
+  size_t reserved() const;  // in use + cached
+
+ private:
+  friend struct DeviceMemory;
+  void give_back(void* ptr, size_t bytes);
+  void publish_locked();
+
+  int device_;
+  size_t budget_;  // 0 = none
+  mutable std::mutex mu_;
+  std::multimap<size_t, void*> cached_;
+  size_t in_use_ = 0, cached_bytes_ = 0;
+};
+
+// cuDNN + cuBLAS handles (one set per prepared plan at a time; reused after the plan goes away).
+struct Handles {
+  cudnnHandle_t cudnn = nullptr;
+  cublasHandle_t cublas = nullptr;
+  DeviceMemoryPtr cublas_workspace;
+};
+
+// Algorithm choice per convolution shape, made once (heuristics, no timing) and reused by every later plan.
+struct ConvAlgoKey {
+  std::string text;  // canonical description of the problem (shapes, strides, dtype, direction)
+  bool operator<(const ConvAlgoKey& o) const { return text < o.text; }
+};
+struct ConvAlgoChoice {
+  int algo = 0;
+  int math_type = 0;
+  size_t workspace = 0;
+};
+
+class CudaDevice {
+ public:
+  CudaDevice(int device, size_t budget_bytes);
+  ~CudaDevice();
+  int index() const { return device_; }
+  const std::shared_ptr<DevicePool>& pool() const { return pool_; }
+
+  // The device copy of `t` converted to `dt` (f32 or f16 for floating tensors), shared between plans with the
+  // same content (the passes produce equal folded weights for every shape bucket).
+  Result<DeviceMemoryPtr> weight(const Tensor& t, DType dt);
+  Result<DeviceMemoryPtr> weight_floats(const std::vector<float>& v);
+
+  Result<Handles> acquire_handles();
+  void release_handles(Handles h);
+
+  bool find_algo(const ConvAlgoKey& key, ConvAlgoChoice* out) const;
+  void store_algo(const ConvAlgoKey& key, const ConvAlgoChoice& c);
+  size_t weight_bytes() const;
+
+ private:
+  int device_;
+  std::shared_ptr<DevicePool> pool_;
+  mutable std::mutex mu_;
+  std::map<std::string, DeviceMemoryPtr> weights_;
+  size_t weight_bytes_ = 0;
+  std::vector<Handles> free_handles_;
+  std::map<ConvAlgoKey, ConvAlgoChoice> algos_;
+};
+
+// Host-side float <-> half conversion (round to nearest even), for weights.
+uint16_t float_to_half(float f);
+float half_to_float(uint16_t h);
+
+}  // namespace steadyocr::cuda

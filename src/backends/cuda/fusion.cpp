@@ -1,0 +1,130 @@
+// Elementwise chain fusion over the built steps: an elementwise step E whose accumulator reads a buffer that only
+// E reads, written by the program of an earlier step P (an elementwise step or a conv epilogue) over the same index
+// space, is appended to P's program; E's output becomes P's and the intermediate never reaches memory.
+#include <map>
+#include <set>
+
+#include "backends/cuda/plan_builder.h"
+
+namespace steadyocr::cuda {
+namespace {
+
+struct Usage {
+  std::map<int, std::vector<int>> readers;  // buffer -> steps reading it
+  std::map<int, std::vector<int>> writers;
+};
+
+Usage scan(const std::vector<std::unique_ptr<Step>>& steps) {
+  Usage u;
+  std::vector<BufRef> r, w;
+  for (int i = 0; i < static_cast<int>(steps.size()); ++i) {
+    if (!steps[i]) continue;
+    r.clear();
+    w.clear();
+    steps[i]->collect(&r, &w);
+    std::set<int> rs, ws;
+    for (const auto& x : r) rs.insert(x.buf);
+    for (const auto& x : w) ws.insert(x.buf);
+    for (int b : rs) u.readers[b].push_back(i);
+    for (int b : ws) u.writers[b].push_back(i);
+  }
+  return u;
+}
+
+// Last step index (< limit) writing `buf`; -1 when none (graph input or weight).
+int last_writer_before(const Usage& u, int buf, int limit) {
+  int best = -1;
+  auto it = u.writers.find(buf);
+  if (it == u.writers.end()) return -1;
+  for (int i : it->second) {
+    if (i < limit) best = std::max(best, i);
+  }
+  return best;
+}
+
+bool try_merge(EwProgram& p, const EwProgram& e) {
+  const EwProgram::Input& acc = e.inputs[e.acc_src];
+  if (!(acc.ref == p.out) || acc.shape != p.shape || e.shape != p.shape) return false;
+  for (const auto& ins : e.instrs) {
+    if (ins.src == e.acc_src) return false;  // the intermediate is read again as an operand
+  }
+  std::vector<int> remap(e.inputs.size(), -1);
+  std::vector<EwProgram::Input> added;
+  for (size_t i = 0; i < e.inputs.size(); ++i) {
+    if (static_cast<int>(i) == e.acc_src) continue;
+    const auto& in = e.inputs[i];
+    for (size_t j = 0; j < p.inputs.size(); ++j) {
+      if (p.inputs[j].ref == in.ref && p.inputs[j].dtype == in.dtype && p.inputs[j].shape == in.shape) {
+        remap[i] = static_cast<int>(j);
+      }
+    }
+    if (remap[i] < 0) {
+      remap[i] = static_cast<int>(p.inputs.size() + added.size());
+      added.push_back(in);
+    }
+  }
+  if (p.inputs.size() + added.size() > static_cast<size_t>(k::kEwMaxInputs) ||
+      p.instrs.size() + e.instrs.size() > static_cast<size_t>(k::kEwMaxInstrs)) {
+    return false;
+  }
+  p.inputs.insert(p.inputs.end(), added.begin(), added.end());
+  for (k::EwInstr ins : e.instrs) {
+    if (ins.src >= 0) ins.src = static_cast<int8_t>(remap[ins.src]);
+    p.instrs.push_back(ins);
+  }
+  p.out = e.out;
+  p.out_dtype = e.out_dtype;
+  return true;
+}
+
+}  // namespace
+
+int fuse_elementwise(std::vector<std::unique_ptr<Step>>& steps, const std::set<int>& pinned_buffers) {
+  int fused = 0;
+  bool changed = true;
+  while (changed) {
+    changed = false;
+    Usage u = scan(steps);
+    for (int ei = 0; ei < static_cast<int>(steps.size()) && !changed; ++ei) {
+      if (!steps[ei] || !dynamic_cast<EwStep*>(steps[ei].get())) continue;
+      EwProgram* e = steps[ei]->program();
+      const int buf = e->inputs[e->acc_src].ref.buf;
+      if (pinned_buffers.count(buf)) continue;
+      auto wr = u.writers.find(buf);
+      if (wr == u.writers.end() || wr->second.size() != 1) continue;
+      const int pi = wr->second[0];
+      if (pi >= ei || !steps[pi]) continue;
+      // Only E reads the intermediate (besides P itself: a conv's epilogue reads the conv's raw output).
+      bool sole_reader = true;
+      for (int r : u.readers[buf]) sole_reader = sole_reader && (r == ei || r == pi);
+      if (!sole_reader) continue;
+      EwProgram* p = steps[pi]->program();
+      if (!p || !(p->out == e->inputs[e->acc_src].ref)) continue;
+      // E's other inputs must be ready when P runs.
+      bool ready = true;
+      for (size_t i = 0; i < e->inputs.size() && ready; ++i) {
+        if (static_cast<int>(i) == e->acc_src) continue;
+        ready = last_writer_before(u, e->inputs[i].ref.buf, ei) < pi;
+      }
+      if (!ready) continue;
+      EwProgram merged = *p;
+      if (!try_merge(merged, *e)) continue;
+      *p = merged;
+      std::string label = steps[pi]->label + " + " + steps[ei]->label;
+      steps[pi]->label = label;
+      steps[ei].reset();
+      ++fused;
+      changed = true;
+    }
+    if (changed) {
+      std::vector<std::unique_ptr<Step>> kept;
+      for (auto& s : steps) {
+        if (s) kept.push_back(std::move(s));
+      }
+      steps = std::move(kept);
+    }
+  }
+  return fused;
+}
+
+}  // namespace steadyocr::cuda

@@ -1,0 +1,149 @@
+// Launch API of our own CUDA kernels: plain structs and functions, compiled by nvcc in kernels/*.cu and
+// called from the op builders (g++). Each launcher enqueues on `stream` and returns the launch's error
+// (cudaGetLastError), which the caller checks through SO_GPU_CHECK.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+namespace steadyocr::cuda::k {
+
+constexpr int kMaxRank = 6;
+
+// Element types the kernels read and write.
+enum class Dt : uint8_t { kF32 = 0, kF16 = 1, kI64 = 2, kI32 = 3, kU8 = 4 };
+
+// ---- elementwise programs (elementwise.cu) -------------------------------------------------------------------
+// An accumulator machine over one output index space: acc = load(in[acc_src]); then each instruction combines
+// acc with an operand (another input, broadcast by its strides, or an immediate). Chains of elementwise nodes
+// and conv epilogues (bias + residual + activation) become one program, so one launch.
+enum class EwOp : uint8_t {
+  kAdd,
+  kSub,   // acc - b
+  kRsub,  // b - acc
+  kMul,
+  kDiv,   // acc / b
+  kRdiv,  // b / acc
+  kPow,   // acc ^ b
+  kRpow,  // b ^ acc
+  kSqrt,
+  kRelu,
+  kSigmoid,
+  kHardSigmoid,  // clamp(alpha*acc + beta, 0, 1)
+  kHardSwish,    // acc * clamp(acc/6 + 1/2, 0, 1)
+  kClip,         // clamp(acc, alpha, beta)
+};
+
+constexpr int kEwMaxInputs = 8;
+constexpr int kEwMaxInstrs = 24;
+
+struct EwInput {
+  const void* ptr = nullptr;
+  Dt dt = Dt::kF32;
+  bool contiguous = false;  // same index as the output: no stride arithmetic
+  int64_t strides[kMaxRank] = {0, 0, 0, 0, 0, 0};
+};
+
+struct EwInstr {
+  EwOp op = EwOp::kAdd;
+  int8_t src = -1;  // input index of operand b, -1 = immediate `imm`
+  float imm = 0.f;
+  float alpha = 0.f;
+  float beta = 0.f;
+};
+
+struct EwParams {
+  int rank = 0;
+  int64_t shape[kMaxRank] = {1, 1, 1, 1, 1, 1};
+  int64_t n = 0;
+  int n_inputs = 0;
+  EwInput in[kEwMaxInputs];
+  int acc_src = 0;
+  int n_instrs = 0;
+  EwInstr ins[kEwMaxInstrs];
+  void* out = nullptr;
+  Dt out_dt = Dt::kF32;
+};
+cudaError_t launch_elementwise(const EwParams& p, cudaStream_t stream);
+
+// ---- strided copies (copy.cu): transpose, slice, concat, pad ---------------------------------------------------
+struct CopyParams {
+  int rank = 0;
+  int64_t shape[kMaxRank] = {1, 1, 1, 1, 1, 1};
+  const void* src = nullptr;  // first element of the source view
+  int64_t src_strides[kMaxRank] = {0, 0, 0, 0, 0, 0};
+  void* dst = nullptr;  // first element of the destination view
+  int64_t dst_strides[kMaxRank] = {0, 0, 0, 0, 0, 0};
+  int elem_size = 4;  // 1, 2, 4 or 8 bytes
+};
+cudaError_t launch_strided_copy(const CopyParams& p, cudaStream_t stream);
+
+// ---- casts (cast.cu) -----------------------------------------------------------------------------------------
+cudaError_t launch_cast(const void* src, Dt src_dt, void* dst, Dt dst_dt, int64_t n, cudaStream_t stream);
+
+// ---- resize (resize.cu): NCHW, on H and W ----------------------------------------------------------------------
+struct ResizeParams {
+  const void* x = nullptr;
+  void* y = nullptr;
+  Dt dt = Dt::kF32;
+  int64_t nc = 0;
+  int in_h = 0, in_w = 0, out_h = 0, out_w = 0;
+  float scale_h = 1.f, scale_w = 1.f;  // output/input
+  int mode = 0;                        // 0 nearest, 1 linear
+  int coord = 0;                       // 0 half_pixel, 1 asymmetric, 2 align_corners, 3 pytorch_half_pixel
+  int nearest = 0;                     // 0 round_prefer_floor, 1 round_prefer_ceil, 2 floor, 3 ceil
+};
+cudaError_t launch_resize(const ResizeParams& p, cudaStream_t stream);
+
+// ---- pooling (pool.cu): NCHW ---------------------------------------------------------------------------------
+struct PoolParams {
+  const void* x = nullptr;
+  void* y = nullptr;
+  Dt dt = Dt::kF32;
+  int64_t nc = 0;
+  int in_h = 0, in_w = 0, out_h = 0, out_w = 0;
+  int kh = 1, kw = 1, sh = 1, sw = 1;
+  int pad_t = 0, pad_l = 0, pad_b = 0, pad_r = 0;
+  bool is_max = false;
+  bool count_include_pad = false;
+};
+cudaError_t launch_pool(const PoolParams& p, cudaStream_t stream);
+cudaError_t launch_global_avg_pool(const void* x, void* y, Dt dt, int64_t nc, int64_t hw, cudaStream_t stream);
+
+// ---- softmax (softmax.cu): over `n` elements spaced `inner` apart, for outer*inner rows -------------------------
+cudaError_t launch_softmax(const void* x, void* y, Dt dt, int64_t outer, int64_t n, int64_t inner, cudaStream_t stream);
+
+// ---- ReduceMean (reduce.cu) ----------------------------------------------------------------------------------
+struct ReduceParams {
+  const void* x = nullptr;
+  void* y = nullptr;
+  Dt dt = Dt::kF32;
+  int keep_rank = 0;  // kept axes (output index space), in input order
+  int64_t keep_shape[kMaxRank] = {1, 1, 1, 1, 1, 1};
+  int64_t keep_strides[kMaxRank] = {0, 0, 0, 0, 0, 0};
+  int red_rank = 0;  // reduced axes
+  int64_t red_shape[kMaxRank] = {1, 1, 1, 1, 1, 1};
+  int64_t red_strides[kMaxRank] = {0, 0, 0, 0, 0, 0};
+  int64_t out_n = 0;
+  int64_t red_n = 0;
+};
+cudaError_t launch_reduce_mean(const ReduceParams& p, cudaStream_t stream);
+
+// ---- LayerNorm (layernorm.cu): rows x cols, scale/bias f32[cols] (bias may be null) -----------------------------
+cudaError_t launch_layernorm(const void* x, void* y, Dt dt, const float* scale, const float* bias, int64_t rows,
+                             int64_t cols, float eps, cudaStream_t stream);
+
+// ---- statistics for precision calibration (stats.cu) ---------------------------------------------------------
+// Accumulates into out[4] (doubles, zeroed by the caller): sum(ref^2), sum((x-ref)^2), max|ref|, non-finite x.
+// With ref == nullptr, ref := x (range only).
+cudaError_t launch_value_stats(const void* x, Dt x_dt, const void* ref, Dt ref_dt, int64_t n, double* out,
+                               cudaStream_t stream);
+
+// ---- fault injection (fault.cu) ------------------------------------------------------------------------------
+// Writes through an invalid device address: a real illegal-address fault that makes the context sticky-dead.
+cudaError_t launch_illegal_address(cudaStream_t stream);
+// Spins until *release_flag (host-mapped) becomes nonzero or timeout_ms passes.
+cudaError_t launch_spin(const volatile int* release_flag, uint64_t timeout_ms, cudaStream_t stream);
+
+}  // namespace steadyocr::cuda::k

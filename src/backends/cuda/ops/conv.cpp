@@ -1,0 +1,178 @@
+// Conv: cuDNN forward convolution (NCHW; fp16 data with fp32 accumulation in reduced precision), followed by one
+// fused epilogue program y = act(conv + bias + residual) (cudnnConvolutionBiasActivationForward only fuses ReLU
+// and identity, and only for some algorithms; the program covers every activation and absorbs later
+// elementwise ops through the fusion pass). Asymmetric pads are applied by copying into a padded scratch.
+#include <fmt/format.h>
+
+#include "backends/cuda/check.h"
+#include "backends/cuda/ops/cudnn_util.h"
+#include "backends/cuda/ops/ops.h"
+#include "backends/cuda/ops/ops_util.h"
+
+namespace steadyocr::cuda {
+namespace {
+
+class ConvStep : public Step {
+ public:
+  ConvProblem problem;
+  ConvDescriptors desc;
+  ConvAlgoChoice algo;
+  DevTensor x, y_raw;  // cuDNN reads x (or the padded scratch) and writes y_raw
+  BufRef w, workspace;
+  bool padded = false;
+  DevTensor x_padded;
+  std::vector<int64_t> pad_tl;  // top, left
+  EwProgram epilogue;           // acc = y_raw; bias, residual, activation, fused consumers
+
+  Status bind(const Bindings& b) override {
+    x_ptr_ = b.ptr(x.ref);
+    y_ptr_ = b.ptr(y_raw.ref);
+    w_ptr_ = b.ptr(w);
+    ws_ptr_ = b.ptr(workspace);
+    if (padded) {
+      xp_ptr_ = b.ptr(x_padded.ref);
+      const int64_t H = x.shape[2], W = x.shape[3], Hp = x_padded.shape[2], Wp = x_padded.shape[3];
+      pad_copy_ = k::CopyParams();
+      pad_copy_.rank = 3;
+      pad_copy_.shape[0] = x.shape[0] * x.shape[1];
+      pad_copy_.shape[1] = H;
+      pad_copy_.shape[2] = W;
+      pad_copy_.src = x_ptr_;
+      pad_copy_.src_strides[0] = H * W;
+      pad_copy_.src_strides[1] = W;
+      pad_copy_.src_strides[2] = 1;
+      const size_t es = dtype_size(x.dtype);
+      pad_copy_.dst = static_cast<char*>(xp_ptr_) + (pad_tl[0] * Wp + pad_tl[1]) * es;
+      pad_copy_.dst_strides[0] = Hp * Wp;
+      pad_copy_.dst_strides[1] = Wp;
+      pad_copy_.dst_strides[2] = 1;
+      pad_copy_.elem_size = static_cast<int>(es);
+    }
+    run_epilogue_ = !(epilogue.instrs.empty() && epilogue.out == y_raw.ref && epilogue.out_dtype == y_raw.dtype &&
+                      epilogue.inputs.size() == 1);
+    if (run_epilogue_) RETURN_IF_ERROR(epilogue.to_params(b, &epi_params_));
+    return Status::ok();
+  }
+
+  Status enqueue(const ExecContext& ctx) const override {
+    const void* src = x_ptr_;
+    if (padded) {
+      SO_GPU_CHECK(cudaMemsetAsync(xp_ptr_, 0, x_padded.nbytes(), ctx.stream));
+      SO_LAUNCH(ctx, k::launch_strided_copy(pad_copy_, ctx.stream));
+      src = xp_ptr_;
+    }
+    const float one = 1.f, zero = 0.f;
+    cudnnStatus_t rc = cudnnConvolutionForward(ctx.cudnn, &one, desc.x, src, desc.w, w_ptr_, desc.conv,
+                                               static_cast<cudnnConvolutionFwdAlgo_t>(algo.algo), ws_ptr_,
+                                               algo.workspace, &zero, desc.y, y_ptr_);
+    if (ctx.inject_cudnn_not_supported) {
+      ctx.inject_cudnn_not_supported = false;
+      rc = CUDNN_STATUS_NOT_SUPPORTED;
+    }
+    SO_GPU_CHECK(rc);
+    if (run_epilogue_) SO_LAUNCH(ctx, k::launch_elementwise(epi_params_, ctx.stream));
+    return Status::ok();
+  }
+
+  void collect(std::vector<BufRef>* reads, std::vector<BufRef>* writes) const override {
+    reads->push_back(x.ref);
+    reads->push_back(w);
+    writes->push_back(workspace);
+    if (padded) writes->push_back(x_padded.ref);
+    writes->push_back(y_raw.ref);
+    for (const auto& in : epilogue.inputs) reads->push_back(in.ref);
+    writes->push_back(epilogue.out);
+  }
+
+  EwProgram* program() override { return &epilogue; }
+
+ private:
+  const void* x_ptr_ = nullptr;
+  void* y_ptr_ = nullptr;
+  const void* w_ptr_ = nullptr;
+  void* ws_ptr_ = nullptr;
+  void* xp_ptr_ = nullptr;
+  k::CopyParams pad_copy_;
+  k::EwParams epi_params_;
+  bool run_epilogue_ = false;
+};
+
+}  // namespace
+
+Status build_conv(PlanBuilder& b, const graph::Node& n) {
+  const auto& a = n.attr<graph::ConvAttrs>();
+  const graph::Value* xv = n.input(0);
+  const graph::Value* wv = n.input(1);
+  const graph::Value* yv = n.output();
+  const DType dt = b.compute_type(n);
+  auto step = std::make_unique<ConvStep>();
+  ConvProblem& p = step->problem;
+  p.dtype = dt;
+  p.n = xv->shape[0];
+  p.c = xv->shape[1];
+  p.h = xv->shape[2];
+  p.w = xv->shape[3];
+  p.k = wv->shape[0];
+  p.kh = wv->shape[2];
+  p.kw = wv->shape[3];
+  p.oh = yv->shape[2];
+  p.ow = yv->shape[3];
+  p.stride_h = a.strides[0];
+  p.stride_w = a.strides[1];
+  p.dil_h = a.dilations[0];
+  p.dil_w = a.dilations[1];
+  p.group = a.group;
+  if (wv->shape[1] * a.group != p.c || yv->shape[1] != p.k) {
+    return invalid_argument(fmt::format("weights {} do not fit input {} with group {}", shape_str(wv->shape),
+                                        shape_str(xv->shape), a.group));
+  }
+  ASSIGN_OR_RETURN(step->x, b.input(xv, dt));
+  // cuDNN takes symmetric pads only: asymmetric ones are materialised in a zero-padded copy of the input.
+  if (a.pads[0] != a.pads[2] || a.pads[1] != a.pads[3]) {
+    step->padded = true;
+    step->pad_tl = {a.pads[0], a.pads[1]};
+    step->x_padded.dtype = dt;
+    step->x_padded.shape = {p.n, p.c, p.h + a.pads[0] + a.pads[2], p.w + a.pads[1] + a.pads[3]};
+    step->x_padded.ref = b.scratch(step->x_padded.nbytes());
+    p.h = step->x_padded.shape[2];
+    p.w = step->x_padded.shape[3];
+  } else {
+    p.pad_h = a.pads[0];
+    p.pad_w = a.pads[1];
+  }
+  RETURN_IF_ERROR(make_conv_descriptors(p, &step->desc));
+  ASSIGN_OR_RETURN(step->algo, choose_conv_algo(b.device(), b.cudnn(), p, &step->desc));
+  b.need_workspace(step->algo.workspace);
+  step->workspace = b.workspace();
+  ASSIGN_OR_RETURN(step->w, b.weight(wv->constant, dt));
+  ASSIGN_OR_RETURN(DevTensor y, b.output(yv, dt));
+  step->y_raw = y;
+
+  EwProgram& e = step->epilogue;
+  e.shape = yv->shape;
+  e.inputs.push_back({y.ref, y.dtype, y.shape});
+  if (const graph::Value* bias = n.input(2)) {
+    ASSIGN_OR_RETURN(DevTensor bt, b.input(bias, DType::kF32));
+    e.inputs.push_back({bt.ref, DType::kF32, Shape{1, p.k, 1, 1}});
+    k::EwInstr add;
+    add.op = k::EwOp::kAdd;
+    add.src = static_cast<int8_t>(e.inputs.size() - 1);
+    e.instrs.push_back(add);
+  }
+  if (const graph::Value* res = n.input(3)) {
+    ASSIGN_OR_RETURN(DevTensor rt, b.input_any(res));
+    e.inputs.push_back({rt.ref, rt.dtype, rt.shape});
+    k::EwInstr add;
+    add.op = k::EwOp::kAdd;
+    add.src = static_cast<int8_t>(e.inputs.size() - 1);
+    e.instrs.push_back(add);
+  }
+  k::EwInstr act;
+  if (activation_instr(a.act, &act)) e.instrs.push_back(act);
+  e.out = y.ref;
+  e.out_dtype = y.dtype;
+  b.add_step(std::move(step), &n);
+  return Status::ok();
+}
+
+}  // namespace steadyocr::cuda

@@ -1,0 +1,131 @@
+#include "backends/cuda/ops/cudnn_util.h"
+
+#include <fmt/format.h>
+
+#include "backends/cuda/check.h"
+#include "core/log.h"
+#include "core/metrics.h"
+
+namespace steadyocr::cuda {
+namespace {
+
+constexpr size_t kMaxWorkspace = size_t{256} << 20;
+
+// fp32 plans must match the fp32 reference: FMA math only (CUDNN_DEFAULT_MATH permits TF32 on Ampere and later);
+// `relaxed` accepts default math when cuDNN offers nothing else.
+bool math_allowed(cudnnMathType_t m, DType dt, bool relaxed) {
+  if (dt == DType::kF32) return m == CUDNN_FMA_MATH || (relaxed && m == CUDNN_DEFAULT_MATH);
+  return true;
+}
+
+}  // namespace
+
+ConvDescriptors::~ConvDescriptors() {
+  if (x) cudnnDestroyTensorDescriptor(x);
+  if (y) cudnnDestroyTensorDescriptor(y);
+  if (w) cudnnDestroyFilterDescriptor(w);
+  if (conv) cudnnDestroyConvolutionDescriptor(conv);
+}
+
+cudnnDataType_t cudnn_type(DType t) {
+  return t == DType::kF16 ? CUDNN_DATA_HALF : CUDNN_DATA_FLOAT;
+}
+
+std::string ConvProblem::key() const {
+  return fmt::format("{} {} x{}x{}x{}x{} w{}x{}x{} y{}x{} p{},{} s{},{} d{},{} g{}", backward_data ? "bwd" : "fwd",
+                     dtype_name(dtype), n, c, h, w, k, kh, kw, oh, ow, pad_h, pad_w, stride_h, stride_w, dil_h, dil_w,
+                     group);
+}
+
+Status make_conv_descriptors(const ConvProblem& p, ConvDescriptors* d) {
+  const cudnnDataType_t dt = cudnn_type(p.dtype);
+  SO_GPU_CHECK(cudnnCreateTensorDescriptor(&d->x));
+  SO_GPU_CHECK(cudnnCreateTensorDescriptor(&d->y));
+  SO_GPU_CHECK(cudnnCreateFilterDescriptor(&d->w));
+  SO_GPU_CHECK(cudnnCreateConvolutionDescriptor(&d->conv));
+  SO_GPU_CHECK(cudnnSetTensor4dDescriptor(d->x, CUDNN_TENSOR_NCHW, dt, static_cast<int>(p.n), static_cast<int>(p.c),
+                                          static_cast<int>(p.h), static_cast<int>(p.w)));
+  SO_GPU_CHECK(cudnnSetTensor4dDescriptor(d->y, CUDNN_TENSOR_NCHW, dt, static_cast<int>(p.n), static_cast<int>(p.k),
+                                          static_cast<int>(p.oh), static_cast<int>(p.ow)));
+  SO_GPU_CHECK(cudnnSetFilter4dDescriptor(d->w, dt, CUDNN_TENSOR_NCHW, static_cast<int>(p.k),
+                                          static_cast<int>(p.c / p.group), static_cast<int>(p.kh),
+                                          static_cast<int>(p.kw)));
+  // Accumulate in fp32 also for fp16 data ("pseudo-half").
+  SO_GPU_CHECK(cudnnSetConvolution2dDescriptor(d->conv, static_cast<int>(p.pad_h), static_cast<int>(p.pad_w),
+                                               static_cast<int>(p.stride_h), static_cast<int>(p.stride_w),
+                                               static_cast<int>(p.dil_h), static_cast<int>(p.dil_w),
+                                               CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
+  SO_GPU_CHECK(cudnnSetConvolutionGroupCount(d->conv, static_cast<int>(p.group)));
+  SO_GPU_CHECK(cudnnSetConvolutionMathType(d->conv, p.dtype == DType::kF16 ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH));
+  if (!p.backward_data) {
+    int n, c, h, w;
+    SO_GPU_CHECK(cudnnGetConvolution2dForwardOutputDim(d->conv, d->x, d->w, &n, &c, &h, &w));
+    if (n != p.n || c != p.k || h != p.oh || w != p.ow) {
+      return invalid_argument(fmt::format("cuDNN computes output {}x{}x{}x{} but the graph says {}x{}x{}x{}", n, c, h,
+                                          w, p.n, p.k, p.oh, p.ow));
+    }
+  }
+  return Status::ok();
+}
+
+Result<ConvAlgoChoice> choose_conv_algo(CudaDevice& dev, cudnnHandle_t handle, const ConvProblem& p,
+                                        ConvDescriptors* d) {
+  ConvAlgoKey key{p.key()};
+  ConvAlgoChoice choice;
+  if (dev.find_algo(key, &choice)) {
+    SO_GPU_CHECK(cudnnSetConvolutionMathType(d->conv, static_cast<cudnnMathType_t>(choice.math_type)));
+    return choice;
+  }
+  bool found = false;
+  if (!p.backward_data) {
+    cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+    int returned = 0;
+    SO_GPU_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(handle, d->x, d->w, d->conv, d->y,
+                                                        CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &returned, perf));
+    for (int pass = 0; pass < 2 && !found; ++pass) {
+      for (int i = 0; i < returned && !found; ++i) {
+        const auto& r = perf[i];
+        if (r.status != CUDNN_STATUS_SUCCESS || r.memory > kMaxWorkspace) continue;
+        if (!math_allowed(r.mathType, p.dtype, pass == 1) || r.determinism != CUDNN_DETERMINISTIC) continue;
+        choice = {static_cast<int>(r.algo), static_cast<int>(r.mathType), r.memory};
+        found = true;
+      }
+    }
+  } else {
+    cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
+    int returned = 0;
+    // Backward data: w, dy (the node's input, described by d->y) -> dx (the node's output, d->x).
+    SO_GPU_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(handle, d->w, d->y, d->conv, d->x,
+                                                             CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &returned, perf));
+    for (int pass = 0; pass < 2 && !found; ++pass) {
+      for (int i = 0; i < returned && !found; ++i) {
+        const auto& r = perf[i];
+        if (r.status != CUDNN_STATUS_SUCCESS || r.memory > kMaxWorkspace) continue;
+        if (!math_allowed(r.mathType, p.dtype, pass == 1) || r.determinism != CUDNN_DETERMINISTIC) continue;
+        choice = {static_cast<int>(r.algo), static_cast<int>(r.mathType), r.memory};
+        found = true;
+      }
+    }
+  }
+  if (!found) {
+    return Status(StatusCode::kUnsupported,
+                  fmt::format("cuDNN offers no deterministic algorithm for convolution {} within {} MiB of workspace",
+                              p.key(), kMaxWorkspace >> 20));
+  }
+  SO_GPU_CHECK(cudnnSetConvolutionMathType(d->conv, static_cast<cudnnMathType_t>(choice.math_type)));
+  // The heuristic's workspace estimate can differ from the exact query; take the exact one.
+  if (!p.backward_data) {
+    SO_GPU_CHECK(cudnnGetConvolutionForwardWorkspaceSize(
+        handle, d->x, d->w, d->conv, d->y, static_cast<cudnnConvolutionFwdAlgo_t>(choice.algo), &choice.workspace));
+  } else {
+    SO_GPU_CHECK(cudnnGetConvolutionBackwardDataWorkspaceSize(
+        handle, d->w, d->y, d->conv, d->x, static_cast<cudnnConvolutionBwdDataAlgo_t>(choice.algo), &choice.workspace));
+  }
+  dev.store_algo(key, choice);
+  metrics::inc("steadyocr_cuda_algo_selections_total", {{"kind", p.backward_data ? "deconv" : "conv"}});
+  log::debug("cuda", "conv {}: algo {} math {} workspace {} B", p.key(), choice.algo, choice.math_type,
+             choice.workspace);
+  return choice;
+}
+
+}  // namespace steadyocr::cuda

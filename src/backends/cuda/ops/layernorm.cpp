@@ -1,0 +1,56 @@
+// LayerNorm over the trailing axes from `axis` (kernels/layernorm.cu), scale and bias in fp32.
+#include <fmt/format.h>
+
+#include "backends/cuda/ops/ops.h"
+#include "backends/cuda/ops/ops_util.h"
+
+namespace steadyocr::cuda {
+
+Status build_layernorm(PlanBuilder& b, const graph::Node& n) {
+  const auto& a = n.attr<graph::LayerNormAttrs>();
+  const DType dt = b.compute_type(n);
+  ASSIGN_OR_RETURN(DevTensor x, b.input(n.input(0), dt));
+  const int64_t rank = static_cast<int64_t>(x.shape.size());
+  int64_t axis = 0;
+  if (rank == 0 || !normalize_axis(a.axis, rank, &axis)) {
+    return invalid_argument(fmt::format("axis {} out of range for {}", a.axis, shape_str(x.shape)));
+  }
+  int64_t rows = 1, cols = 1;
+  for (int64_t d = 0; d < axis; ++d) rows *= x.shape[d];
+  for (int64_t d = axis; d < rank; ++d) cols *= x.shape[d];
+  ASSIGN_OR_RETURN(DevTensor scale, b.input(n.input(1), DType::kF32));
+  if (scale.numel() != cols) {
+    return unsupported(
+        fmt::format("LayerNorm scale {} must cover the normalised {} elements", shape_str(scale.shape), cols));
+  }
+  DevTensor bias;
+  if (n.input(2)) {
+    ASSIGN_OR_RETURN(bias, b.input(n.input(2), DType::kF32));
+    if (bias.numel() != cols) return unsupported("LayerNorm bias must cover the normalised elements");
+  }
+  ASSIGN_OR_RETURN(DevTensor y, b.output(n.output(), dt));
+  struct Ptrs {
+    const void* x;
+    void* y;
+    const float* scale;
+    const float* bias;
+  };
+  auto ptrs = std::make_shared<Ptrs>();
+  const float eps = a.epsilon;
+  std::vector<BufRef> reads{x.ref, scale.ref};
+  if (bias.ref.valid()) reads.push_back(bias.ref);
+  b.add_step(std::make_unique<KernelStep>(
+                 reads, std::vector<BufRef>{y.ref},
+                 [ptrs, x, y, scale, bias](const Bindings& bd) {
+                   *ptrs = {bd.ptr(x.ref), bd.ptr(y.ref), static_cast<const float*>(bd.ptr(scale.ref)),
+                            static_cast<const float*>(bd.ptr(bias.ref))};
+                 },
+                 [ptrs, dt, rows, cols, eps](cudaStream_t s) {
+                   return k::launch_layernorm(ptrs->x, ptrs->y, to_kdt(dt), ptrs->scale, ptrs->bias, rows, cols, eps,
+                                              s);
+                 }),
+             &n);
+  return Status::ok();
+}
+
+}  // namespace steadyocr::cuda

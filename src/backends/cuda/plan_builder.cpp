@@ -1,0 +1,404 @@
+#include "backends/cuda/plan_builder.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+
+#include "backends/cuda/check.h"
+#include "core/log.h"
+
+namespace steadyocr::cuda {
+namespace {
+
+using graph::Node;
+using graph::OpKind;
+using graph::Value;
+
+constexpr size_t kAlign = 256;
+constexpr float kF16WeightLimit = 16384.f;  // weights/biases beyond this keep their conv in fp32
+
+size_t align_up(size_t n) {
+  return (n + kAlign - 1) / kAlign * kAlign;
+}
+
+bool is_float(DType t) {
+  return t == DType::kF32 || t == DType::kF16;
+}
+
+float max_abs(const Tensor& t) {
+  float m = 0.f;
+  if (!t.defined() || t.dtype() != DType::kF32) return m;
+  const float* p = t.data<float>();
+  for (int64_t i = 0; i < t.numel(); ++i) m = std::max(m, std::fabs(p[i]));
+  return m;
+}
+
+// Producers before consumers: the graph's own order when it is one (readable profiles), else Kahn's order.
+Result<std::vector<const Node*>> topo_order(const graph::Graph& g) {
+  std::vector<const Node*> order;
+  std::set<const Value*> ready_values(g.inputs().begin(), g.inputs().end());
+  bool in_order = true;
+  for (const auto& n : g.nodes()) {
+    for (const Value* v : n->inputs) {
+      if (v && v->producer && !v->is_constant() && !ready_values.count(v)) in_order = false;
+    }
+    for (const Value* v : n->outputs) ready_values.insert(v);
+    order.push_back(n.get());
+  }
+  if (in_order) return order;
+  order.clear();
+  std::map<const Node*, int> pending;
+  std::map<const Node*, std::vector<const Node*>> users;
+  for (const auto& n : g.nodes()) {
+    int deps = 0;
+    for (const Value* v : n->inputs) {
+      if (v && v->producer && !v->is_constant()) {
+        ++deps;
+        users[v->producer].push_back(n.get());
+      }
+    }
+    pending[n.get()] = deps;
+  }
+  std::vector<const Node*> ready;
+  for (const auto& n : g.nodes()) {
+    if (pending[n.get()] == 0) ready.push_back(n.get());
+  }
+  while (!ready.empty()) {
+    const Node* n = ready.back();
+    ready.pop_back();
+    order.push_back(n);
+    for (const Node* u : users[n]) {
+      if (--pending[u] == 0) ready.push_back(u);
+    }
+  }
+  if (order.size() != g.nodes().size()) return invalid_argument("graph has a cycle; cannot plan it");
+  return order;
+}
+
+}  // namespace
+
+PlanBuilder::PlanBuilder(CudaDevice& device, cudnnHandle_t cudnn, const graph::Graph& graph, PlanOptions options)
+    : device_(device), cudnn_(cudnn), graph_(graph), options_(std::move(options)), plan_(std::make_unique<Plan>()) {
+  decide_static_precision();
+}
+
+void PlanBuilder::decide_static_precision() {
+  f32_nodes_ = options_.force_f32;
+  if (options_.precision != Precision::kF16) return;
+  for (const auto& n : graph_.nodes()) {
+    // An unfolded BatchNorm (after a ConvTranspose in the det head) may carry a huge running variance: its producer's
+    // output is only normalised afterwards, so keep that producer in fp32.
+    if (n->op == OpKind::kBatchNorm && n->input(0) && n->input(0)->producer) {
+      f32_nodes_.insert(n->input(0)->producer->name);
+    }
+    if (n->op == OpKind::kConv || n->op == OpKind::kConvTranspose) {
+      for (size_t i = 1; i < 3; ++i) {
+        const Value* c = n->input(i);
+        if (c && c->is_constant() && max_abs(c->constant) > kF16WeightLimit) f32_nodes_.insert(n->name);
+      }
+    }
+  }
+}
+
+DType PlanBuilder::compute_type(const Node& n) const {
+  if (options_.precision == Precision::kF32 || f32_nodes_.count(n.name)) return DType::kF32;
+  switch (n.op) {
+    case OpKind::kConv:
+    case OpKind::kConvTranspose:
+      return DType::kF16;
+    case OpKind::kMatMul:
+    case OpKind::kSoftmax:
+    case OpKind::kLayerNorm:
+    case OpKind::kReduceMean:
+    case OpKind::kBatchNorm:
+      return DType::kF32;
+    default:
+      break;
+  }
+  // Pointwise and layout ops follow their inputs: f16 only when every computed float input is stored in f16.
+  bool any = false;
+  for (const Value* v : n.inputs) {
+    if (!v || v->is_constant() || !is_float(v->dtype)) continue;
+    auto it = stored_.find(v);
+    if (it == stored_.end() || it->second.dtype != DType::kF16) return DType::kF32;
+    any = true;
+  }
+  return any ? DType::kF16 : DType::kF32;
+}
+
+int PlanBuilder::new_buffer(size_t bytes, bool whole_run) {
+  Plan::Buffer b;
+  b.bytes = align_up(std::max<size_t>(bytes, 1));
+  b.whole_run = whole_run;
+  plan_->buffers.push_back(std::move(b));
+  return static_cast<int>(plan_->buffers.size()) - 1;
+}
+
+Result<BufRef> PlanBuilder::weight(const Tensor& t, DType dt) {
+  ASSIGN_OR_RETURN(DeviceMemoryPtr m, device_.weight(t, dt));
+  Plan::Buffer b;
+  b.kind = Plan::Buffer::Kind::kWeight;
+  b.bytes = m->bytes;
+  b.weight = std::move(m);
+  plan_->buffers.push_back(std::move(b));
+  return BufRef{static_cast<int>(plan_->buffers.size()) - 1, 0};
+}
+
+Result<BufRef> PlanBuilder::weight_floats(const std::vector<float>& v) {
+  return weight(Tensor::from_floats({static_cast<int64_t>(v.size())}, v), DType::kF32);
+}
+
+BufRef PlanBuilder::scratch(size_t bytes) {
+  return BufRef{new_buffer(bytes, false), 0};
+}
+
+void PlanBuilder::need_workspace(size_t bytes) {
+  plan_->workspace_bytes = std::max(plan_->workspace_bytes, bytes);
+}
+
+Result<DevTensor> PlanBuilder::input_any(const Value* v) {
+  if (v == nullptr) return internal_error("input_any(null)");
+  auto it = stored_.find(v);
+  if (it != stored_.end()) return it->second;
+  if (!v->is_constant()) {
+    return internal_error(fmt::format("value '{}' is read before any step produced it", v->name));
+  }
+  const Tensor& c = v->constant;
+  DType dt = is_float(c.dtype()) ? DType::kF32 : c.dtype();
+  DevTensor t;
+  ASSIGN_OR_RETURN(t.ref, weight(c, dt));
+  t.dtype = dt;
+  t.shape = c.shape();
+  stored_[v] = t;
+  return t;
+}
+
+Result<DevTensor> PlanBuilder::input(const Value* v, DType want) {
+  ASSIGN_OR_RETURN(DevTensor t, input_any(v));
+  if (t.dtype == want) return t;
+  auto key = std::make_pair(v, want);
+  auto it = converted_.find(key);
+  if (it != converted_.end()) return it->second;
+  if (!is_float(t.dtype) || !is_float(want)) {
+    return unsupported(
+        fmt::format("value '{}' is {} but a step needs {}", v->name, dtype_name(t.dtype), dtype_name(want)));
+  }
+  DevTensor out;
+  out.dtype = want;
+  out.shape = t.shape;
+  if (v->is_constant()) {
+    ASSIGN_OR_RETURN(out.ref, weight(v->constant, want));
+  } else {
+    out.ref = BufRef{new_buffer(out.nbytes(), false), 0};
+    EwProgram p;
+    p.shape = t.shape;
+    p.inputs.push_back({t.ref, t.dtype, t.shape});
+    p.out = out.ref;
+    p.out_dtype = want;
+    auto step = std::make_unique<EwStep>(std::move(p));
+    step->label = fmt::format("Cast '{}' to {}", v->name, dtype_name(want));
+    plan_->steps.push_back(std::move(step));
+  }
+  converted_[key] = out;
+  return out;
+}
+
+Result<DevTensor> PlanBuilder::output(const Value* v, DType dt) {
+  if (!v->has_static_shape()) {
+    return invalid_argument(
+        fmt::format("value '{}' has no static shape ({}); specialise the graph first", v->name, shape_str(v->shape)));
+  }
+  DevTensor t;
+  t.dtype = dt;
+  t.shape = v->shape;
+  t.ref = BufRef{new_buffer(t.nbytes(), false), 0};
+  stored_[v] = t;
+  plan_->values[v->name] = t;
+  return t;
+}
+
+Status PlanBuilder::alias(const Value* out, const DevTensor& in) {
+  if (shape_numel(out->shape) != in.numel()) {
+    return invalid_argument(
+        fmt::format("'{}': {} elements cannot view {} elements", out->name, shape_numel(out->shape), in.numel()));
+  }
+  DevTensor t = in;
+  t.shape = out->shape;
+  stored_[out] = t;
+  plan_->values[out->name] = t;
+  return Status::ok();
+}
+
+void PlanBuilder::add_step(std::unique_ptr<Step> s, const Node* n) {
+  if (n) s->label = n->describe();
+  plan_->steps.push_back(std::move(s));
+}
+
+Status PlanBuilder::build_node(const Node& n) {
+  bool all_constant = !n.outputs.empty();
+  for (const Value* o : n.outputs) all_constant = all_constant && o && o->is_constant();
+  if (all_constant) return Status::ok();  // folded already
+  OpBuildFn fn = find_op_builder(n.op);
+  if (!fn) return unsupported(fmt::format("{}: the CUDA backend has no kernel for op {}", n.describe(), op_name(n.op)));
+  std::string why;
+  if (!op_supported(n, &why)) return unsupported(fmt::format("{}: not supported on CUDA: {}", n.describe(), why));
+  Status s = fn(*this, n);
+  if (!s.is_ok()) return s.with_context(n.describe());
+  bool f16 = false;
+  for (const Value* o : n.outputs) {
+    if (!o) continue;
+    plan_->producer[o->name] = n.name;
+    auto it = stored_.find(o);
+    if (it != stored_.end() && it->second.dtype == DType::kF16) f16 = true;
+  }
+  plan_->node_is_f16[n.name] = f16;
+  return Status::ok();
+}
+
+Status PlanBuilder::finish_outputs() {
+  std::set<int> taken;
+  for (const Value* in : graph_.inputs()) taken.insert(stored_[in].ref.buf);
+  for (const Value* v : graph_.outputs()) {
+    DevTensor t;
+    if (v->is_constant() && !stored_.count(v)) {
+      ASSIGN_OR_RETURN(t, input_any(v));
+    } else {
+      ASSIGN_OR_RETURN(t, input(v, is_float(v->dtype) ? DType::kF32 : v->dtype));
+    }
+    // Outputs need their own whole-run buffer (not a graph input's, a weight's, or another output's).
+    if (taken.count(t.ref.buf) || plan_->buffers[t.ref.buf].kind == Plan::Buffer::Kind::kWeight || t.ref.offset) {
+      DevTensor copy = t;
+      copy.ref = BufRef{new_buffer(t.nbytes(), true), 0};
+      EwProgram p;
+      p.shape = t.shape;
+      p.inputs.push_back({t.ref, t.dtype, t.shape});
+      p.out = copy.ref;
+      p.out_dtype = t.dtype;
+      if (!is_float(t.dtype))
+        return unsupported(
+            fmt::format("graph output '{}' of type {} aliases another buffer", v->name, dtype_name(t.dtype)));
+      auto step = std::make_unique<EwStep>(std::move(p));
+      step->label = fmt::format("Copy output '{}'", v->name);
+      plan_->steps.push_back(std::move(step));
+      t = copy;
+    }
+    plan_->buffers[t.ref.buf].whole_run = true;
+    taken.insert(t.ref.buf);
+    plan_->outputs.push_back(t);
+  }
+  return Status::ok();
+}
+
+Result<std::unique_ptr<Plan>> PlanBuilder::build() {
+  SO_GPU_CHECK(cudaSetDevice(device_.index()));
+  for (const Value* v : graph_.inputs()) {
+    if (!v->has_static_shape()) {
+      return invalid_argument(fmt::format("graph input '{}' has no static shape ({})", v->name, shape_str(v->shape)));
+    }
+    DevTensor t;
+    t.dtype = v->dtype;
+    t.shape = v->shape;
+    t.ref = BufRef{new_buffer(t.nbytes(), true), 0};
+    stored_[v] = t;
+    plan_->values[v->name] = t;
+    plan_->inputs.push_back(t);
+  }
+  // The cuDNN workspace: one whole-run buffer sized after every step is known.
+  plan_->workspace = BufRef{new_buffer(0, true), 0};
+  ASSIGN_OR_RETURN(std::vector<const Node*> order, topo_order(graph_));
+  for (const Node* n : order) RETURN_IF_ERROR(build_node(*n));
+  RETURN_IF_ERROR(finish_outputs());
+  plan_->buffers[plan_->workspace.buf].bytes = align_up(std::max<size_t>(plan_->workspace_bytes, 1));
+  if (!options_.keep_all) {
+    std::set<int> pinned;
+    for (const auto& t : plan_->outputs) pinned.insert(t.ref.buf);
+    for (const auto& t : plan_->inputs) pinned.insert(t.ref.buf);
+    plan_->fused_nodes = fuse_elementwise(plan_->steps, pinned);
+  }
+  RETURN_IF_ERROR(place_and_bind());
+  return std::move(plan_);
+}
+
+Status PlanBuilder::place_and_bind() {
+  Plan& p = *plan_;
+  const int nb = static_cast<int>(p.buffers.size());
+  constexpr int kForever = 1 << 30;
+  std::vector<int> first(nb, kForever), last(nb, -1);
+  std::vector<BufRef> reads, writes;
+  for (int i = 0; i < static_cast<int>(p.steps.size()); ++i) {
+    reads.clear();
+    writes.clear();
+    p.steps[i]->collect(&reads, &writes);
+    for (const auto* list : {&reads, &writes}) {
+      for (const BufRef& r : *list) {
+        if (!r.valid()) continue;
+        first[r.buf] = std::min(first[r.buf], i);
+        last[r.buf] = std::max(last[r.buf], i);
+      }
+    }
+  }
+  struct Item {
+    int buf;
+    size_t bytes;
+    int first, last;
+  };
+  std::vector<Item> items;
+  for (int b = 0; b < nb; ++b) {
+    const auto& buf = p.buffers[b];
+    if (buf.kind != Plan::Buffer::Kind::kArena) continue;
+    if (buf.whole_run || options_.keep_all) {
+      items.push_back({b, buf.bytes, -1, kForever});
+    } else if (last[b] >= 0) {
+      items.push_back({b, buf.bytes, first[b], last[b]});
+    }
+  }
+  // Greedy by size: each buffer goes to the lowest offset free over its whole live range.
+  std::sort(items.begin(), items.end(),
+            [](const Item& a, const Item& b) { return a.bytes != b.bytes ? a.bytes > b.bytes : a.buf < b.buf; });
+  struct Placed {
+    size_t off, end;
+    int first, last;
+  };
+  std::vector<Placed> placed;
+  size_t total = 0;
+  for (const Item& it : items) {
+    size_t off = 0;
+    if (!options_.keep_all) {
+      std::vector<std::pair<size_t, size_t>> busy;
+      for (const Placed& q : placed) {
+        if (q.first <= it.last && it.first <= q.last) busy.push_back({q.off, q.end});
+      }
+      std::sort(busy.begin(), busy.end());
+      for (const auto& [s, e] : busy) {
+        if (off + it.bytes <= s) break;
+        off = std::max(off, e);
+      }
+    } else {
+      off = total;
+    }
+    placed.push_back({off, off + it.bytes, it.first, it.last});
+    p.buffers[it.buf].arena_offset = off;
+    total = std::max(total, off + it.bytes);
+  }
+  p.arena_bytes = total;
+  ASSIGN_OR_RETURN(p.arena, device_.pool()->allocate(std::max<size_t>(total, 1), "activation arena"));
+  p.bindings.bases.assign(nb, nullptr);
+  for (int b = 0; b < nb; ++b) {
+    const auto& buf = p.buffers[b];
+    if (buf.kind == Plan::Buffer::Kind::kWeight) {
+      p.bindings.bases[b] = static_cast<char*>(buf.weight->ptr);
+    } else {
+      p.bindings.bases[b] = static_cast<char*>(p.arena->ptr) + buf.arena_offset;
+    }
+  }
+  for (auto& s : p.steps) {
+    Status st = s->bind(p.bindings);
+    if (!st.is_ok()) return st.with_context(s->label);
+  }
+  return Status::ok();
+}
+
+}  // namespace steadyocr::cuda

@@ -1,0 +1,103 @@
+// Turns a graph with static shapes into a Plan: chooses each node's precision, builds its steps through the op
+// builders (ops/), inserts casts at precision boundaries, fuses elementwise chains, and places every buffer in
+// one arena by liveness.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "backends/cuda/device.h"
+#include "backends/cuda/plan.h"
+#include "graph/ir.h"
+
+namespace steadyocr::cuda {
+
+enum class Precision { kF32, kF16 };
+
+struct PlanOptions {
+  Precision precision = Precision::kF32;
+  std::set<std::string> force_f32;  // nodes kept in fp32 (by name), from the calibration
+  bool keep_all = false;            // no buffer reuse, no fusion: every value readable after a run (calibration)
+};
+
+struct Plan {
+  struct Buffer {
+    enum class Kind { kArena, kWeight } kind = Kind::kArena;
+    size_t bytes = 0;
+    bool whole_run = false;  // graph inputs/outputs and the workspace live for the whole run
+    DeviceMemoryPtr weight;  // kWeight
+    size_t arena_offset = 0;
+  };
+  std::vector<std::unique_ptr<Step>> steps;
+  std::vector<Buffer> buffers;
+  std::vector<DevTensor> inputs, outputs;       // graph inputs (f32) and outputs (f32) as stored on the device
+  std::map<std::string, DevTensor> values;      // every value by name (complete for keep_all plans)
+  std::map<std::string, std::string> producer;  // value name -> producing node name
+  std::map<std::string, bool> node_is_f16;      // precision chosen per compute node
+  BufRef workspace;
+  size_t workspace_bytes = 0;
+  size_t arena_bytes = 0;
+  DeviceMemoryPtr arena;
+  Bindings bindings;
+  int fused_nodes = 0;
+};
+
+class PlanBuilder {
+ public:
+  PlanBuilder(CudaDevice& device, cudnnHandle_t cudnn, const graph::Graph& graph, PlanOptions options);
+  // Builds, fuses, places and binds the plan (allocating its arena from the device pool).
+  Result<std::unique_ptr<Plan>> build();
+
+  // ---- for op builders -----------------------------------------------------------------------------------------
+  // The floating type the node computes in (f16 only in reduced precision, by the policy).
+  DType compute_type(const graph::Node& n) const;
+  // The value as stored (any dtype); constants are uploaded as f32 (floats) or as is (integers).
+  Result<DevTensor> input_any(const graph::Value* v);
+  // The value in `want` (a cast step or a converted constant is added once when needed).
+  Result<DevTensor> input(const graph::Value* v, DType want);
+  // A new arena buffer for `v` stored as `dt`.
+  Result<DevTensor> output(const graph::Value* v, DType dt);
+  // `out` shares `in`'s storage with out's shape (Reshape, Squeeze, Unsqueeze, Identity).
+  Status alias(const graph::Value* out, const DevTensor& in);
+  // Device copy of host data (cached on the device by content).
+  Result<BufRef> weight(const Tensor& t, DType dt);
+  Result<BufRef> weight_floats(const std::vector<float>& v);
+  // A buffer live only during the step being added next.
+  BufRef scratch(size_t bytes);
+  void need_workspace(size_t bytes);
+  BufRef workspace() const { return plan_->workspace; }
+  void add_step(std::unique_ptr<Step> s, const graph::Node* n);
+  CudaDevice& device() { return device_; }
+  cudnnHandle_t cudnn() const { return cudnn_; }
+  Precision precision() const { return options_.precision; }
+
+ private:
+  Status build_node(const graph::Node& n);
+  Status finish_outputs();
+  int new_buffer(size_t bytes, bool whole_run);
+  void decide_static_precision();
+  Status place_and_bind();
+
+  CudaDevice& device_;
+  cudnnHandle_t cudnn_;
+  const graph::Graph& graph_;
+  PlanOptions options_;
+  std::unique_ptr<Plan> plan_;
+  std::map<const graph::Value*, DevTensor> stored_;
+  std::map<std::pair<const graph::Value*, DType>, DevTensor> converted_;
+  std::set<std::string> f32_nodes_;  // static rules + options_.force_f32
+};
+
+// Op builders (one file per op in ops/): add the node's steps through the builder.
+using OpBuildFn = Status (*)(PlanBuilder& b, const graph::Node& n);
+OpBuildFn find_op_builder(graph::OpKind op);
+// Whether the node's op and dtypes are handled (static check used by Backend::supports).
+bool op_supported(const graph::Node& n, std::string* why);
+
+// Merges single-consumer elementwise chains into the producing program (conv epilogues or elementwise steps).
+int fuse_elementwise(std::vector<std::unique_ptr<Step>>& steps, const std::set<int>& pinned_buffers);
+
+}  // namespace steadyocr::cuda

@@ -1,0 +1,278 @@
+#include "backends/cuda/prepared_graph.h"
+
+#include <fmt/format.h>
+
+#include <cstring>
+
+#include "backends/cuda/check.h"
+#include "backends/cuda/kernels/kernels.h"
+#include "backends/cuda/precision.h"
+#include "core/log.h"
+#include "core/metrics.h"
+#include "core/timer.h"
+
+namespace steadyocr::cuda {
+
+PinnedBuffer::~PinnedBuffer() {
+  if (ptr) cudaFreeHost(ptr);
+}
+
+namespace {
+
+Result<std::unique_ptr<PinnedBuffer>> make_pinned(size_t bytes) {
+  auto p = std::make_unique<PinnedBuffer>();
+  p->bytes = std::max<size_t>(bytes, 1);
+  SO_GPU_CHECK(cudaHostAlloc(&p->ptr, p->bytes, cudaHostAllocDefault));
+  return p;
+}
+
+}  // namespace
+
+Status enqueue_plan(const Plan& plan, const ExecContext& ctx) {
+  for (const auto& s : plan.steps) {
+    Status st = s->enqueue(ctx);
+    if (!st.is_ok()) return st.with_context(s->label);
+  }
+  return Status::ok();
+}
+
+Result<std::unique_ptr<PreparedGraph>> CudaPreparedGraph::create(std::shared_ptr<BackendState> state,
+                                                                 const graph::Graph& g) {
+  std::unique_ptr<CudaPreparedGraph> pg(new CudaPreparedGraph(std::move(state)));
+  RETURN_IF_ERROR(pg->init(g));
+  return std::unique_ptr<PreparedGraph>(std::move(pg));
+}
+
+Status CudaPreparedGraph::init(const graph::Graph& g) {
+  CudaDevice& dev = *state_->device;
+  SO_GPU_CHECK(cudaSetDevice(dev.index()));
+  graph_ = g.clone();
+  role_ = model_role(graph_);
+  signature_ = model_signature(graph_);
+  ASSIGN_OR_RETURN(handles_, dev.acquire_handles());
+  SO_GPU_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+  SO_GPU_CHECK(cudnnSetStream(handles_.cudnn, stream_));
+  SO_GPU_CHECK(cublasSetStream(handles_.cublas, stream_));
+  SO_GPU_CHECK(cublasSetWorkspace(handles_.cublas, handles_.cublas_workspace->ptr, handles_.cublas_workspace->bytes));
+  PlanOptions opts;
+  opts.precision = state_->precision;
+  if (state_->precision == Precision::kF16) {
+    std::lock_guard<std::mutex> lock(state_->mu);
+    auto it = state_->f32_nodes.find(signature_);
+    if (it != state_->f32_nodes.end()) {
+      opts.force_f32 = it->second;
+      precision_settled_ = true;
+    }
+  } else {
+    precision_settled_ = true;
+  }
+  if (!state_->calibrate) precision_settled_ = true;
+  built_f32_ = opts.force_f32;
+  PlanBuilder builder(dev, handles_.cudnn, graph_, opts);
+  ASSIGN_OR_RETURN(plan_, builder.build());
+  for (const DevTensor& t : plan_->inputs) {
+    ASSIGN_OR_RETURN(auto p, make_pinned(t.nbytes()));
+    pinned_in_.push_back(std::move(p));
+  }
+  pinned_out_.resize(plan_->outputs.size());
+  return Status::ok();
+}
+
+CudaPreparedGraph::~CudaPreparedGraph() {
+  if (state_ && state_->device) cudaSetDevice(state_->device->index());
+  drop_graph();
+  if (stream_) {
+    cudaStreamSynchronize(stream_);
+    cudaStreamDestroy(stream_);
+  }
+  plan_.reset();
+  if (state_ && state_->device && handles_.cudnn && !device_lost())
+    state_->device->release_handles(std::move(handles_));
+}
+
+size_t CudaPreparedGraph::workspace_bytes() const {
+  return plan_ && plan_->arena ? plan_->arena->bytes : 0;
+}
+
+void CudaPreparedGraph::drop_graph() {
+  if (exec_) cudaGraphExecDestroy(exec_);
+  exec_ = nullptr;
+}
+
+ExecContext CudaPreparedGraph::context(const Plan& plan) const {
+  ExecContext ctx;
+  ctx.stream = stream_;
+  ctx.cudnn = handles_.cudnn;
+  ctx.cublas = handles_.cublas;
+  ctx.workspace = plan.bindings.ptr(plan.workspace);
+  ctx.workspace_bytes = plan.workspace_bytes;
+  return ctx;
+}
+
+Status CudaPreparedGraph::stage_inputs(const Plan& plan, const std::vector<Tensor>& inputs) {
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const DevTensor& t = plan.inputs[i];
+    std::memcpy(pinned_in_[i]->ptr, inputs[i].raw(), t.nbytes());
+    SO_GPU_CHECK(
+        cudaMemcpyAsync(plan.bindings.ptr(t.ref), pinned_in_[i]->ptr, t.nbytes(), cudaMemcpyHostToDevice, stream_));
+  }
+  return Status::ok();
+}
+
+Status CudaPreparedGraph::rebuild(const std::set<std::string>& f32_nodes) {
+  drop_graph();
+  PlanOptions opts;
+  opts.precision = state_->precision;
+  opts.force_f32 = f32_nodes;
+  plan_.reset();  // its arena goes back to the pool first
+  PlanBuilder builder(*state_->device, handles_.cudnn, graph_, opts);
+  ASSIGN_OR_RETURN(plan_, builder.build());
+  built_f32_ = f32_nodes;
+  good_runs_ = 0;
+  return Status::ok();
+}
+
+Status CudaPreparedGraph::ensure_precision(const std::vector<Tensor>& inputs) {
+  if (precision_settled_) return Status::ok();
+  precision_settled_ = true;
+  {
+    std::lock_guard<std::mutex> lock(state_->mu);
+    auto it = state_->f32_nodes.find(signature_);
+    if (it != state_->f32_nodes.end()) {
+      return it->second == built_f32_ ? Status::ok() : rebuild(it->second);
+    }
+  }
+  Stopwatch sw;
+  auto cal = calibrate_precision(*state_->device, handles_.cudnn, context(*plan_), graph_, inputs, built_f32_);
+  if (!cal.is_ok()) {
+    if (cal.status().code() == StatusCode::kDeviceFault) return cal.status();
+    log::warn("cuda", "{} calibration for {} could not run ({}); keeping the static per-layer policy", state_->name,
+              role_, cal.status().to_string());
+    return Status::ok();
+  }
+  log::info("cuda", "{} precision for {} ({:.0f} ms): {}", state_->name, role_, sw.elapsed_ms(), cal->summary);
+  metrics::inc("steadyocr_cuda_precision_calibrations_total", {{"model", role_}});
+  {
+    std::lock_guard<std::mutex> lock(state_->mu);
+    state_->f32_nodes[signature_] = cal->f32_nodes;
+  }
+  return cal->f32_nodes == built_f32_ ? Status::ok() : rebuild(cal->f32_nodes);
+}
+
+Status CudaPreparedGraph::run(const std::vector<Tensor>& inputs, std::vector<Tensor>* outputs) {
+  Stopwatch sw;
+  Status s = run_once(inputs, outputs);
+  metrics::inc(
+      "steadyocr_cuda_runs_total",
+      {{"model", role_}, {"backend", state_->name}, {"result", s.is_ok() ? "ok" : status_code_name(s.code())}});
+  if (!s.is_ok() && stream_ && s.code() != StatusCode::kDeviceFault) {
+    cudaStreamSynchronize(stream_);  // leave nothing of the failed run in flight
+    (void)cudaGetLastError();
+  }
+  return s;
+}
+
+Status CudaPreparedGraph::run_once(const std::vector<Tensor>& inputs, std::vector<Tensor>* outputs) {
+  if (device_lost()) {
+    GpuErrorRecord r = first_sticky_error();
+    return Status(StatusCode::kDeviceFault,
+                  fmt::format("the CUDA context of this process was lost earlier ({} at {}:{} in '{}'); restart the "
+                              "worker or process to use the GPU again",
+                              r.name, r.file, r.line, r.expression));
+  }
+  if (inputs.size() != plan_->inputs.size()) {
+    return invalid_argument(fmt::format("expected {} inputs, got {}", plan_->inputs.size(), inputs.size()));
+  }
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const DevTensor& t = plan_->inputs[i];
+    if (inputs[i].dtype() != t.dtype || inputs[i].shape() != t.shape) {
+      return invalid_argument(fmt::format("input {} is {}; this plan was prepared for {}[{}]", i, inputs[i].describe(),
+                                          dtype_name(t.dtype), shape_str(t.shape)));
+    }
+  }
+  SO_GPU_CHECK(cudaSetDevice(state_->device->index()));
+  const faults::Kind fault = faults::on_run(role_);
+  if (fault == faults::Kind::kOom) {
+    // A real allocation failure (non-sticky): more than any device has.
+    void* p = nullptr;
+    cudaError_t e = cudaMalloc(&p, size_t{1} << 52);
+    if (e == cudaSuccess) cudaFree(p);
+    return gpu_status(e == cudaSuccess ? cudaErrorMemoryAllocation : e, "cudaMalloc(&p, 1 << 52) [injected oom]",
+                      __FILE__, __LINE__);
+  }
+  RETURN_IF_ERROR(ensure_precision(inputs));
+  const Plan& plan = *plan_;
+  RETURN_IF_ERROR(stage_inputs(plan, inputs));
+  if (fault == faults::Kind::kIllegalAddress) {
+    SO_GPU_CHECK(k::launch_illegal_address(stream_));
+    SO_GPU_CHECK(cudaStreamSynchronize(stream_));
+    return internal_error("injected illegal address did not fault");
+  }
+  if (fault == faults::Kind::kHang) {
+    ASSIGN_OR_RETURN(const volatile int* flag, faults::hang_flag());
+    SO_GPU_CHECK(k::launch_spin(flag, faults::hang_timeout_ms(), stream_));
+  }
+  ExecContext ctx = context(plan);
+  ctx.inject_no_kernel_image = fault == faults::Kind::kNoKernelImage;
+  ctx.inject_cudnn_not_supported = fault == faults::Kind::kCudnnNotSupported;
+  if (exec_ && fault == faults::Kind::kNone) {
+    SO_GPU_CHECK(cudaGraphLaunch(exec_, stream_));
+  } else {
+    RETURN_IF_ERROR(enqueue_plan(plan, ctx));
+  }
+  // Outputs land in pinned buffers handed to the caller as is; a buffer is reused only once the caller let go.
+  std::vector<std::shared_ptr<PinnedBuffer>> outs;
+  for (size_t i = 0; i < plan.outputs.size(); ++i) {
+    const DevTensor& t = plan.outputs[i];
+    std::shared_ptr<PinnedBuffer> buf;
+    for (auto& b : pinned_out_[i]) {
+      if (b.use_count() == 1) {
+        buf = b;
+        break;
+      }
+    }
+    if (!buf) {
+      ASSIGN_OR_RETURN(std::unique_ptr<PinnedBuffer> nb, make_pinned(t.nbytes()));
+      buf = std::shared_ptr<PinnedBuffer>(std::move(nb));
+      if (pinned_out_[i].size() < 4) pinned_out_[i].push_back(buf);
+    }
+    SO_GPU_CHECK(cudaMemcpyAsync(buf->ptr, plan.bindings.ptr(t.ref), t.nbytes(), cudaMemcpyDeviceToHost, stream_));
+    outs.push_back(std::move(buf));
+  }
+  SO_GPU_CHECK(cudaStreamSynchronize(stream_));
+  outputs->clear();
+  for (size_t i = 0; i < outs.size(); ++i) {
+    const DevTensor& t = plan.outputs[i];
+    void* data = outs[i]->ptr;
+    outputs->push_back(Tensor::wrap(t.dtype, t.shape, data, std::shared_ptr<void>(outs[i], data)));
+  }
+  if (fault == faults::Kind::kNone) {
+    ++good_runs_;
+    if (!exec_ && !graph_disabled_ && state_->use_graphs && good_runs_ >= 1) capture();
+  }
+  return Status::ok();
+}
+
+void CudaPreparedGraph::capture() {
+  cudaGraph_t g = nullptr;
+  Status s;
+  cudaError_t e = cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal);
+  if (e == cudaSuccess) {
+    s = enqueue_plan(*plan_, context(*plan_));
+    e = cudaStreamEndCapture(stream_, &g);
+  }
+  if (e == cudaSuccess && s.is_ok() && g) e = cudaGraphInstantiate(&exec_, g, 0);
+  if (g) cudaGraphDestroy(g);
+  if (e != cudaSuccess || !s.is_ok() || !exec_) {
+    std::string why = !s.is_ok() ? s.to_string() : std::string(cudaGetErrorName(e));
+    (void)cudaGetLastError();
+    exec_ = nullptr;
+    graph_disabled_ = true;
+    metrics::inc("steadyocr_cuda_graph_capture_failures_total", {{"model", role_}});
+    log::warn("cuda", "CUDA graph capture failed for {} ({}); this bucket runs its kernels one by one", role_, why);
+    return;
+  }
+  metrics::inc("steadyocr_cuda_graphs_captured_total", {{"model", role_}});
+}
+
+}  // namespace steadyocr::cuda

@@ -1,0 +1,60 @@
+// One planned shape bucket: its own stream, handles, arena and pinned host buffers; replayed as a CUDA graph
+// after the first successful run.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backends/backend.h"
+#include "backends/cuda/cuda_backend.h"
+#include "backends/cuda/faults.h"
+#include "backends/cuda/plan_builder.h"
+
+namespace steadyocr::cuda {
+
+struct PinnedBuffer {
+  void* ptr = nullptr;
+  size_t bytes = 0;
+  ~PinnedBuffer();
+};
+
+class CudaPreparedGraph final : public PreparedGraph {
+ public:
+  static Result<std::unique_ptr<PreparedGraph>> create(std::shared_ptr<BackendState> state, const graph::Graph& g);
+  ~CudaPreparedGraph() override;
+  Status run(const std::vector<Tensor>& inputs, std::vector<Tensor>* outputs) override;
+  size_t workspace_bytes() const override;
+
+ private:
+  explicit CudaPreparedGraph(std::shared_ptr<BackendState> state) : state_(std::move(state)) {}
+  Status init(const graph::Graph& g);
+  Status run_once(const std::vector<Tensor>& inputs, std::vector<Tensor>* outputs);
+  Status stage_inputs(const Plan& plan, const std::vector<Tensor>& inputs);
+  Status ensure_precision(const std::vector<Tensor>& inputs);
+  Status rebuild(const std::set<std::string>& f32_nodes);
+  void capture();
+  void drop_graph();
+  ExecContext context(const Plan& plan) const;
+
+  std::shared_ptr<BackendState> state_;
+  graph::Graph graph_;  // kept for rebuilding after the reduced-precision calibration
+  std::string role_, signature_;
+  std::unique_ptr<Plan> plan_;
+  std::set<std::string> built_f32_;  // f32 nodes the plan was built with
+  bool precision_settled_ = false;
+  Handles handles_;
+  cudaStream_t stream_ = nullptr;
+  cudaGraphExec_t exec_ = nullptr;
+  bool graph_disabled_ = false;
+  int good_runs_ = 0;
+  std::vector<std::unique_ptr<PinnedBuffer>> pinned_in_;
+  std::vector<std::vector<std::shared_ptr<PinnedBuffer>>> pinned_out_;
+};
+
+// Enqueues every step of `plan` (eagerly) on ctx.stream; errors name the step.
+Status enqueue_plan(const Plan& plan, const ExecContext& ctx);
+
+}  // namespace steadyocr::cuda

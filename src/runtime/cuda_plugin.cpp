@@ -1,0 +1,210 @@
+#include "runtime/cuda_plugin.h"
+
+#include <dlfcn.h>
+#include <fmt/format.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <climits>
+#include <cstdlib>
+#include <mutex>
+
+#include "backends/cuda/plugin_abi.h"
+#include "core/log.h"
+
+namespace steadyocr::runtime {
+namespace {
+
+constexpr const char* kPluginFile = "libsteadyocr_cuda.so";
+
+bool is_file(const std::string& p) {
+  struct stat st;
+  return ::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+bool is_dir(const std::string& p) {
+  struct stat st;
+  return ::stat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+std::string exe_dir() {
+  char buf[PATH_MAX];
+  ssize_t n = ::readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+  if (n <= 0) return "";
+  std::string p(buf, static_cast<size_t>(n));
+  auto slash = p.rfind('/');
+  return slash == std::string::npos ? "" : p.substr(0, slash);
+}
+
+// Advice for the most common dlopen failures.
+std::string advice_for(const std::string& dl_error) {
+  if (dl_error.find("libcudnn") != std::string::npos) {
+    return "install cuDNN 9 for CUDA 13 (e.g. the libcudnn9-cuda-13 package) or add the folder holding "
+           "libcudnn.so.9 to LD_LIBRARY_PATH";
+  }
+  if (dl_error.find("libcublas") != std::string::npos) {
+    return "install cuBLAS 13 (part of the CUDA 13 toolkit / libcublas-13 package) or add its folder to "
+           "LD_LIBRARY_PATH";
+  }
+  if (dl_error.find("libcuda.so") != std::string::npos) {
+    return "install the NVIDIA driver (libcuda.so.1), or in a container run with the NVIDIA container runtime";
+  }
+  if (dl_error.find("undefined symbol") != std::string::npos) {
+    return "the plugin was built against other library versions than the ones found; rebuild it or install the "
+           "matching cuDNN/cuBLAS";
+  }
+  return "check the file and its dependencies with ldd";
+}
+
+CudaPluginStatus g_status;
+const SteadyocrPluginApi* g_api = nullptr;
+std::once_flag g_once;
+
+void load_once() {
+  CudaPluginStatus& st = g_status;
+  if (const char* off = std::getenv("STEADYOCR_DISABLE_CUDA"); off && std::string(off) == "1") {
+    st.error = "the CUDA plugin is disabled by STEADYOCR_DISABLE_CUDA=1";
+    return;
+  }
+  std::string first_failure;
+  for (const std::string& cand : cuda_plugin_candidates()) {
+    const bool bare = cand.find('/') == std::string::npos;  // the loader's own search path
+    if (!bare && !is_file(cand)) {
+      st.tried.push_back(cand + ": not found");
+      continue;
+    }
+    void* h = ::dlopen(cand.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+      const char* e = ::dlerror();
+      std::string text = e ? e : "unknown dlopen error";
+      st.tried.push_back(cand + ": " + text);
+      if (bare && text.find(kPluginFile) != std::string::npos &&
+          text.find("cannot open shared object file") != std::string::npos) {
+        continue;  // simply not on the search path
+      }
+      if (first_failure.empty()) {
+        st.path = cand;
+        first_failure = fmt::format("the CUDA plugin {} could not be loaded: {}; {}", cand, text, advice_for(text));
+      }
+      continue;
+    }
+    st.path = cand;
+    auto init = reinterpret_cast<steadyocr_backend_init_fn>(::dlsym(h, STEADYOCR_PLUGIN_INIT_SYMBOL));
+    if (!init) {
+      st.error = fmt::format("{} has no entry point {}: it is not a steadyocr CUDA plugin", cand,
+                             STEADYOCR_PLUGIN_INIT_SYMBOL);
+      st.tried.push_back(cand + ": no entry point");
+      return;  // never dlclose: a half-initialised CUDA library may not unload cleanly
+    }
+    const SteadyocrPluginApi* api = init(STEADYOCR_PLUGIN_API_VERSION);
+    Status ok = check_plugin_api(api, cand);
+    if (!ok.is_ok()) {
+      st.error = ok.message();
+      st.tried.push_back(cand + ": " + ok.message());
+      return;
+    }
+    st.tried.push_back(cand + ": loaded");
+    g_api = api;
+    st.loaded = true;
+    api->get_build_info(&st.build);
+    if (api->query_runtime(&st.runtime) == 0) {
+      st.device_count = st.runtime.device_count;
+    } else {
+      st.device_count = 0;
+      st.device_error = st.runtime.error[0] ? st.runtime.error : "no CUDA device found";
+    }
+    log::debug("runtime", "CUDA plugin {} loaded: {} device(s){}", cand, st.device_count,
+               st.device_error.empty() ? "" : " (" + st.device_error + ")");
+    return;
+  }
+  if (!first_failure.empty()) {
+    st.error = first_failure;
+  } else {
+    std::string where;
+    for (const auto& t : st.tried) where += (where.empty() ? "" : "; ") + t;
+    st.error = fmt::format(
+        "the CUDA plugin {} was not found (tried {}); build steadyocr with CUDA "
+        "(-DSTEADYOCR_CUDA=ON) or set STEADYOCR_CUDA_PLUGIN to the file",
+        kPluginFile, where);
+  }
+}
+
+}  // namespace
+
+std::vector<std::string> cuda_plugin_candidates() {
+  std::vector<std::string> c;
+  if (const char* env = std::getenv("STEADYOCR_CUDA_PLUGIN"); env && *env) {
+    std::string e = env;
+    c.push_back(is_dir(e) ? e + "/" + kPluginFile : e);
+  }
+  std::string dir = exe_dir();
+  if (!dir.empty()) {
+    c.push_back(dir + "/" + kPluginFile);
+    auto slash = dir.rfind('/');
+    if (slash != std::string::npos && slash > 0) c.push_back(dir.substr(0, slash) + "/" + kPluginFile);
+  }
+  c.push_back(kPluginFile);
+  return c;
+}
+
+Status check_plugin_api(const SteadyocrPluginApi* api, const std::string& path) {
+  if (!api) return unavailable(fmt::format("{}: {} returned no table", path, STEADYOCR_PLUGIN_INIT_SYMBOL));
+  if (api->api_version != STEADYOCR_PLUGIN_API_VERSION) {
+    return unavailable(
+        fmt::format("{} speaks plugin API version {}, this steadyocr speaks version {}: install the "
+                    "plugin built with this steadyocr (same release) or rebuild both",
+                    path, api->api_version, STEADYOCR_PLUGIN_API_VERSION));
+  }
+  const std::string host = plugin_abi_tag();
+  const std::string plug = api->abi_tag ? api->abi_tag : "";
+  if (plug != host) {
+    return unavailable(
+        fmt::format("{} was built for a different C++ ABI ('{}', this binary is '{}'): use the "
+                    "plugin from the same build as the steadyocr binary",
+                    path, plug, host));
+  }
+  if (!api->get_build_info || !api->query_runtime || !api->query_device || !api->create_backend ||
+      !api->destroy_backend || !api->run_check || !api->set_fault) {
+    return unavailable(fmt::format("{}: its function table is incomplete", path));
+  }
+  return Status::ok();
+}
+
+const CudaPluginStatus& cuda_plugin_status() {
+  std::call_once(g_once, load_once);
+  return g_status;
+}
+
+const SteadyocrPluginApi* cuda_plugin_api() {
+  cuda_plugin_status();
+  return g_api;
+}
+
+Result<std::shared_ptr<Backend>> create_cuda_backend(const std::string& precision, size_t mem_budget_bytes,
+                                                     int device) {
+  const CudaPluginStatus& st = cuda_plugin_status();
+  const SteadyocrPluginApi* api = cuda_plugin_api();
+  if (!api) return unavailable(st.error);
+  if (st.device_count <= 0) {
+    return unavailable(fmt::format("no usable CUDA device: {} (plugin {}); run `steadyocr doctor` for the cause",
+                                   st.device_error.empty() ? "none found" : st.device_error, st.path));
+  }
+  char err[2048] = {0};
+  void* b = api->create_backend(device, precision.c_str(), mem_budget_bytes, err, sizeof(err));
+  if (!b) {
+    return unavailable(fmt::format("creating the CUDA backend ({}) on device {} failed: {}", precision, device,
+                                   err[0] ? err : "no reason given"));
+  }
+  auto destroy = api->destroy_backend;
+  return std::shared_ptr<Backend>(static_cast<Backend*>(b), [destroy](Backend* p) { destroy(p); });
+}
+
+Status set_cuda_fault(const std::string& spec) {
+  const SteadyocrPluginApi* api = cuda_plugin_api();
+  if (!api) return unavailable(cuda_plugin_status().error);
+  char err[1024] = {0};
+  if (api->set_fault(spec.c_str(), err, sizeof(err)) != 0) return invalid_argument(err);
+  return Status::ok();
+}
+
+}  // namespace steadyocr::runtime

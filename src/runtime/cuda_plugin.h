@@ -1,0 +1,46 @@
+// Loads libsteadyocr_cuda.so with dlopen (the main binary never links CUDA) and wraps its C entry point:
+// finds the file, reports the exact dlopen error, refuses API/ABI mismatches with a clear message, and creates
+// Backends through the plugin table.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backends/backend.h"
+#include "backends/cuda/plugin_api.h"
+#include "core/status.h"
+
+namespace steadyocr::runtime {
+
+struct CudaPluginStatus {
+  bool loaded = false;             // dlopen, the entry point and the version checks all passed
+  std::string path;                // the file loaded (or the last one tried)
+  std::vector<std::string> tried;  // candidates in search order, with what happened to each
+  std::string error;               // why it is not usable: the dlopen text, a version mismatch, ...
+  int device_count = 0;            // usable CUDA devices (0 when the driver or device is missing)
+  std::string device_error;        // why no device is usable (e.g. cudaErrorInsufficientDriver ...)
+  SoPluginBuildInfo build{};
+  SoPluginRuntimeInfo runtime{};
+};
+
+// Where the plugin is looked for, in order: $STEADYOCR_CUDA_PLUGIN (a file or a folder), the executable's folder,
+// its parent (tests run from build/tests), then the loader's own search path (LD_LIBRARY_PATH, ldconfig).
+std::vector<std::string> cuda_plugin_candidates();
+
+// Loads the plugin once per process (thread-safe); later calls return the same status.
+const CudaPluginStatus& cuda_plugin_status();
+// The plugin's table, or null when it is not loaded.
+const SteadyocrPluginApi* cuda_plugin_api();
+
+// Checks a plugin table against this binary (API version first, then the C++ ABI tag); the error says what to do.
+Status check_plugin_api(const SteadyocrPluginApi* api, const std::string& path);
+
+// Creates a CUDA backend ("fp32" or "fp16") on `device`; mem_budget_bytes 0 = no budget.
+Result<std::shared_ptr<Backend>> create_cuda_backend(const std::string& precision, size_t mem_budget_bytes,
+                                                     int device = 0);
+
+// Fault injection inside the plugin (docs/FAULTS.md); "" clears.
+Status set_cuda_fault(const std::string& spec);
+
+}  // namespace steadyocr::runtime
