@@ -73,7 +73,7 @@ Status activation_kernel(const graph::Node& node, const Inputs& in, Outputs& out
       [&](int64_t b, int64_t e) {
         for (int64_t i = b; i < e; ++i) py[i] = act.apply(px[i]);
       },
-      int64_t{1} << 14);
+      kMinParallelWork);
   return Status::ok();
 }
 

@@ -35,14 +35,17 @@ Status batchnorm_kernel(const graph::Node& node, const Inputs& in, Outputs& out)
   }
   const float* px = x.data<float>();
   float* py = y.data<float>();
-  parallel_for(n * c, [&](int64_t b, int64_t e) {
-    for (int64_t nc = b; nc < e; ++nc) {
-      const int64_t ch = nc % c;
-      const float* xp = px + nc * inner;
-      float* yp = py + nc * inner;
-      for (int64_t i = 0; i < inner; ++i) yp[i] = static_cast<float>((xp[i] - mean[ch]) * mul[ch] + add[ch]);
-    }
-  });
+  parallel_for(
+      n * c,
+      [&](int64_t b, int64_t e) {
+        for (int64_t nc = b; nc < e; ++nc) {
+          const int64_t ch = nc % c;
+          const float* xp = px + nc * inner;
+          float* yp = py + nc * inner;
+          for (int64_t i = 0; i < inner; ++i) yp[i] = static_cast<float>((xp[i] - mean[ch]) * mul[ch] + add[ch]);
+        }
+      },
+      parallel_grain(inner));
   return Status::ok();
 }
 

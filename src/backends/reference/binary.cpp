@@ -83,8 +83,7 @@ void run_plan(const Plan& p, const T* a, const T* b, T* y, F f) {
       }
     }
   };
-  const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 15) / std::max<int64_t>(inner, 1));
-  parallel_for(outer, rows, grain);
+  parallel_for(outer, rows, parallel_grain(inner));
 }
 
 template <typename T>

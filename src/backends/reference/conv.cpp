@@ -11,6 +11,8 @@ namespace steadyocr::reference {
 namespace {
 
 constexpr int64_t kTileP = 128;  // output positions per accumulator tile (4 rows x 128 doubles = 4 KiB)
+// Below this many multiply-adds per task, forking threads costs more than it saves (more so on a loaded host).
+constexpr int64_t kMinTaskMacs = int64_t{1} << 18;
 
 struct ConvGeometry {
   int64_t n, c, h, w;     // input
@@ -77,6 +79,8 @@ void gemm_tile(const ConvGeometry& g, const float* w, const float* col, int64_t 
       for (int64_t k = 0; k < g.k; ++k) {
         const float* cr = col + k * g.p + p0;
         const double w0 = wm[k], w1 = wm[g.k + k], w2 = wm[2 * g.k + k], w3 = wm[3 * g.k + k];
+        // Independent outputs per q (no reduction across q), so forcing SIMD does not change any result.
+#pragma omp simd
         for (int64_t q = 0; q < tp; ++q) {
           const double v = cr[q];
           a0[q] += w0 * v;
@@ -91,6 +95,7 @@ void gemm_tile(const ConvGeometry& g, const float* w, const float* col, int64_t 
         for (int64_t i = 0; i < mb; ++i) {
           const double wv = wm[i * g.k + k];
           double* a = acc[i];
+#pragma omp simd
           for (int64_t q = 0; q < tp; ++q) a[q] += wv * cr[q];
         }
       }
@@ -104,7 +109,10 @@ void gemm_tile(const ConvGeometry& g, const float* w, const float* col, int64_t 
       for (int64_t q = 0; q < tp; ++q) {
         double v = acc[i][q] + b;
         if (rr) v += rr[q];
-        yr[q] = ep.act.apply(static_cast<float>(v));
+        yr[q] = static_cast<float>(v);
+      }
+      if (ep.act.kind != graph::ActKind::kNone) {
+        for (int64_t q = 0; q < tp; ++q) yr[q] = ep.act.apply(yr[q]);
       }
     }
   }
@@ -181,17 +189,20 @@ Status conv_kernel(const graph::Node& node, const Inputs& in, Outputs& out) {
       }
     };
     if (split_tiles) {
-      parallel_for(tiles, run_tiles);
+      parallel_for(tiles, run_tiles, std::max<int64_t>(1, kMinTaskMacs / std::max<int64_t>(g.mg * g.k * kTileP, 1)));
     } else {
       run_tiles(0, tiles);
     }
   };
   if (images_groups >= 2 * num_threads()) {
     // Many groups (depthwise): one thread per (image, group), each with its own im2col buffer.
-    parallel_for(images_groups, [&](int64_t b, int64_t e) {
-      std::vector<float> col;
-      for (int64_t ng = b; ng < e; ++ng) one_group(ng, col, false);
-    });
+    parallel_for(
+        images_groups,
+        [&](int64_t b, int64_t e) {
+          std::vector<float> col;
+          for (int64_t ng = b; ng < e; ++ng) one_group(ng, col, false);
+        },
+        std::max<int64_t>(1, kMinTaskMacs / std::max<int64_t>(g.mg * g.k * g.p, 1)));
   } else {
     std::vector<float> col;
     for (int64_t ng = 0; ng < images_groups; ++ng) one_group(ng, col, true);

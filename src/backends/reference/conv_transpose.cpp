@@ -44,36 +44,39 @@ Status conv_transpose_kernel(const graph::Node& node, const Inputs& in, Outputs&
   const float* pw = wt.data<float>();
   const float* pb = bias ? bias->data<float>() : nullptr;
   float* py = y.data<float>();
-  parallel_for(n * m, [&](int64_t begin, int64_t end) {
-    std::vector<double> acc(static_cast<size_t>(plane));
-    for (int64_t nm = begin; nm < end; ++nm) {
-      const int64_t img = nm / m, om = nm % m, gi = om / mg, mm = om % mg;
-      std::fill(acc.begin(), acc.end(), pb ? static_cast<double>(pb[om]) : 0.0);
-      for (int64_t ci = gi * cg; ci < (gi + 1) * cg; ++ci) {
-        const float* xc = px + (img * c + ci) * h * w;
-        for (int64_t i = 0; i < kh; ++i) {
-          for (int64_t j = 0; j < kw; ++j) {
-            const double wv = pw[((ci * mg + mm) * kh + i) * kw + j];
-            const int64_t off_w = j * dw - pl;
-            // Input columns whose output column lies inside [0, OW).
-            int64_t lo = off_w >= 0 ? 0 : (-off_w + sw - 1) / sw;
-            int64_t hi = ow - off_w > 0 ? (ow - off_w - 1) / sw + 1 : 0;
-            lo = std::min(lo, w);
-            hi = std::clamp(hi, lo, w);
-            for (int64_t iy = 0; iy < h; ++iy) {
-              const int64_t oy = iy * sh - pt + i * dh;
-              if (oy < 0 || oy >= oh) continue;
-              double* ar = acc.data() + oy * ow + off_w;
-              const float* xr = xc + iy * w;
-              for (int64_t ix = lo; ix < hi; ++ix) ar[ix * sw] += wv * xr[ix];
+  parallel_for(
+      n * m,
+      [&](int64_t begin, int64_t end) {
+        std::vector<double> acc(static_cast<size_t>(plane));
+        for (int64_t nm = begin; nm < end; ++nm) {
+          const int64_t img = nm / m, om = nm % m, gi = om / mg, mm = om % mg;
+          std::fill(acc.begin(), acc.end(), pb ? static_cast<double>(pb[om]) : 0.0);
+          for (int64_t ci = gi * cg; ci < (gi + 1) * cg; ++ci) {
+            const float* xc = px + (img * c + ci) * h * w;
+            for (int64_t i = 0; i < kh; ++i) {
+              for (int64_t j = 0; j < kw; ++j) {
+                const double wv = pw[((ci * mg + mm) * kh + i) * kw + j];
+                const int64_t off_w = j * dw - pl;
+                // Input columns whose output column lies inside [0, OW).
+                int64_t lo = off_w >= 0 ? 0 : (-off_w + sw - 1) / sw;
+                int64_t hi = ow - off_w > 0 ? (ow - off_w - 1) / sw + 1 : 0;
+                lo = std::min(lo, w);
+                hi = std::clamp(hi, lo, w);
+                for (int64_t iy = 0; iy < h; ++iy) {
+                  const int64_t oy = iy * sh - pt + i * dh;
+                  if (oy < 0 || oy >= oh) continue;
+                  double* ar = acc.data() + oy * ow + off_w;
+                  const float* xr = xc + iy * w;
+                  for (int64_t ix = lo; ix < hi; ++ix) ar[ix * sw] += wv * xr[ix];
+                }
+              }
             }
           }
+          float* yp = py + nm * plane;
+          for (int64_t q = 0; q < plane; ++q) yp[q] = a.act.apply(static_cast<float>(acc[q]));
         }
-      }
-      float* yp = py + nm * plane;
-      for (int64_t q = 0; q < plane; ++q) yp[q] = a.act.apply(static_cast<float>(acc[q]));
-    }
-  });
+      },
+      parallel_grain(cg * h * w * kh * kw));
   return Status::ok();
 }
 

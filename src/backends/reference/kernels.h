@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -52,6 +53,14 @@ Status require_attrs(const graph::Node& node) {
     return invalid_argument(fmt::format("{}: attributes of the wrong kind for this op (import bug)", node.describe()));
   }
   return Status::ok();
+}
+
+// Work (elements or multiply-adds) below which a kernel runs on the calling thread: forking costs more than it
+// saves for small tensors, and far more when the host is oversubscribed.
+constexpr int64_t kMinParallelWork = int64_t{1} << 16;
+// The parallel_for grain for items that each cost `work_per_item`.
+inline int64_t parallel_grain(int64_t work_per_item) {
+  return std::max<int64_t>(1, kMinParallelWork / std::max<int64_t>(work_per_item, 1));
 }
 
 // Axis in [-rank, rank) to [0, rank); false when out of range.

@@ -53,19 +53,22 @@ Status layernorm_kernel(const graph::Node& node, const Inputs& in, Outputs& out)
   const double eps = a.epsilon;
   const float* px = x.data<float>();
   float* py = y.data<float>();
-  parallel_for(rows, [&](int64_t b, int64_t e) {
-    for (int64_t r = b; r < e; ++r) {
-      const float* xr = px + r * cols;
-      float* yr = py + r * cols;
-      double mean = 0, var = 0;
-      for (int64_t j = 0; j < cols; ++j) mean += xr[j];
-      mean /= static_cast<double>(cols);
-      for (int64_t j = 0; j < cols; ++j) var += (xr[j] - mean) * (xr[j] - mean);
-      var /= static_cast<double>(cols);
-      const double inv = 1.0 / std::sqrt(var + eps);
-      for (int64_t j = 0; j < cols; ++j) yr[j] = static_cast<float>((xr[j] - mean) * inv * scale[j] + bias[j]);
-    }
-  });
+  parallel_for(
+      rows,
+      [&](int64_t b, int64_t e) {
+        for (int64_t r = b; r < e; ++r) {
+          const float* xr = px + r * cols;
+          float* yr = py + r * cols;
+          double mean = 0, var = 0;
+          for (int64_t j = 0; j < cols; ++j) mean += xr[j];
+          mean /= static_cast<double>(cols);
+          for (int64_t j = 0; j < cols; ++j) var += (xr[j] - mean) * (xr[j] - mean);
+          var /= static_cast<double>(cols);
+          const double inv = 1.0 / std::sqrt(var + eps);
+          for (int64_t j = 0; j < cols; ++j) yr[j] = static_cast<float>((xr[j] - mean) * inv * scale[j] + bias[j]);
+        }
+      },
+      parallel_grain(3 * cols));
   return Status::ok();
 }
 

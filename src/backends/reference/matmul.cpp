@@ -73,13 +73,15 @@ Status matmul_kernel(const graph::Node& node, const Inputs& in, Outputs& out) {
           for (int64_t kk = 0; kk < k; ++kk) {
             const double av = ar[kk];
             const float* br = bm + kk * n;
-            for (int64_t j = 0; j < n; ++j) acc[j] += av * br[j];
+            double* ac = acc.data();
+#pragma omp simd
+            for (int64_t j = 0; j < n; ++j) ac[j] += av * br[j];
           }
           float* yr = py + r * n;
           for (int64_t j = 0; j < n; ++j) yr[j] = static_cast<float>(acc[j]);
         }
       },
-      std::max<int64_t>(1, 4096 / std::max<int64_t>(k * n, 1)));
+      parallel_grain(k * n));
   return Status::ok();
 }
 

@@ -57,34 +57,37 @@ Status window_pool(const graph::Node& node, const Inputs& in, Outputs& out) {
   }
   const float* px = x.data<float>();
   float* py = y.data<float>();
-  parallel_for(x.dim(0) * x.dim(1), [&](int64_t b, int64_t e) {
-    for (int64_t nc = b; nc < e; ++nc) {
-      const float* xp = px + nc * h * w;
-      float* yp = py + nc * oh * ow;
-      for (int64_t oy = 0; oy < oh; ++oy) {
-        const int64_t y0 = oy * sh - pt, y1 = std::min(y0 + kh, h + pb);
-        const int64_t vy0 = std::max<int64_t>(y0, 0), vy1 = std::min(y1, h);
-        for (int64_t ox = 0; ox < ow; ++ox) {
-          const int64_t x0 = ox * sw - pl, x1 = std::min(x0 + kw, w + pr);
-          const int64_t vx0 = std::max<int64_t>(x0, 0), vx1 = std::min(x1, w);
-          if constexpr (kMax) {
-            float m = -std::numeric_limits<float>::infinity();
-            for (int64_t iy = vy0; iy < vy1; ++iy)
-              for (int64_t ix = vx0; ix < vx1; ++ix) m = std::max(m, xp[iy * w + ix]);
-            yp[oy * ow + ox] = m;
-          } else {
-            double s = 0;
-            for (int64_t iy = vy0; iy < vy1; ++iy)
-              for (int64_t ix = vx0; ix < vx1; ++ix) s += xp[iy * w + ix];
-            const int64_t count = a.count_include_pad
-                                      ? (y1 - y0) * (x1 - x0)
-                                      : std::max<int64_t>(vy1 - vy0, 0) * std::max<int64_t>(vx1 - vx0, 0);
-            yp[oy * ow + ox] = count > 0 ? static_cast<float>(s / count) : 0.f;
+  parallel_for(
+      x.dim(0) * x.dim(1),
+      [&](int64_t b, int64_t e) {
+        for (int64_t nc = b; nc < e; ++nc) {
+          const float* xp = px + nc * h * w;
+          float* yp = py + nc * oh * ow;
+          for (int64_t oy = 0; oy < oh; ++oy) {
+            const int64_t y0 = oy * sh - pt, y1 = std::min(y0 + kh, h + pb);
+            const int64_t vy0 = std::max<int64_t>(y0, 0), vy1 = std::min(y1, h);
+            for (int64_t ox = 0; ox < ow; ++ox) {
+              const int64_t x0 = ox * sw - pl, x1 = std::min(x0 + kw, w + pr);
+              const int64_t vx0 = std::max<int64_t>(x0, 0), vx1 = std::min(x1, w);
+              if constexpr (kMax) {
+                float m = -std::numeric_limits<float>::infinity();
+                for (int64_t iy = vy0; iy < vy1; ++iy)
+                  for (int64_t ix = vx0; ix < vx1; ++ix) m = std::max(m, xp[iy * w + ix]);
+                yp[oy * ow + ox] = m;
+              } else {
+                double s = 0;
+                for (int64_t iy = vy0; iy < vy1; ++iy)
+                  for (int64_t ix = vx0; ix < vx1; ++ix) s += xp[iy * w + ix];
+                const int64_t count = a.count_include_pad
+                                          ? (y1 - y0) * (x1 - x0)
+                                          : std::max<int64_t>(vy1 - vy0, 0) * std::max<int64_t>(vx1 - vx0, 0);
+                yp[oy * ow + ox] = count > 0 ? static_cast<float>(s / count) : 0.f;
+              }
+            }
           }
         }
-      }
-    }
-  });
+      },
+      parallel_grain(oh * ow * kh * kw));
   return Status::ok();
 }
 
@@ -102,14 +105,17 @@ Status global_avg_pool_kernel(const graph::Node& node, const Inputs& in, Outputs
   const int64_t nc = x.dim(0) * x.dim(1), inner = nc ? x.numel() / nc : 0;
   const float* px = x.data<float>();
   float* py = y.data<float>();
-  parallel_for(nc, [&](int64_t b, int64_t e) {
-    for (int64_t i = b; i < e; ++i) {
-      double s = 0;
-      const float* xp = px + i * inner;
-      for (int64_t j = 0; j < inner; ++j) s += xp[j];
-      py[i] = inner ? static_cast<float>(s / inner) : 0.f;
-    }
-  });
+  parallel_for(
+      nc,
+      [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i) {
+          double s = 0;
+          const float* xp = px + i * inner;
+          for (int64_t j = 0; j < inner; ++j) s += xp[j];
+          py[i] = inner ? static_cast<float>(s / inner) : 0.f;
+        }
+      },
+      parallel_grain(inner));
   return Status::ok();
 }
 

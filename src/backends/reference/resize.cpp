@@ -99,17 +99,20 @@ Status resize_kernel(const graph::Node& node, const Inputs& in, Outputs& out) {
     std::vector<int64_t> xs = shape_strides(x.shape());
     const int64_t inner = y.dim(rank - 1);
     const int64_t rows = y.numel() / inner;
-    parallel_for(rows, [&](int64_t b, int64_t e) {
-      for (int64_t r = b; r < e; ++r) {
-        int64_t rem = r, off = 0;
-        for (int d = rank - 2; d >= 0; --d) {
-          off += src[d][rem % y.dim(d)] * xs[d];
-          rem /= y.dim(d);
-        }
-        float* yr = py + r * inner;
-        for (int64_t i = 0; i < inner; ++i) yr[i] = px[off + src[rank - 1][i]];
-      }
-    });
+    parallel_for(
+        rows,
+        [&](int64_t b, int64_t e) {
+          for (int64_t r = b; r < e; ++r) {
+            int64_t rem = r, off = 0;
+            for (int d = rank - 2; d >= 0; --d) {
+              off += src[d][rem % y.dim(d)] * xs[d];
+              rem /= y.dim(d);
+            }
+            float* yr = py + r * inner;
+            for (int64_t i = 0; i < inner; ++i) yr[i] = px[off + src[rank - 1][i]];
+          }
+        },
+        parallel_grain(inner));
     return Status::ok();
   }
 
@@ -138,23 +141,26 @@ Status resize_kernel(const graph::Node& node, const Inputs& in, Outputs& out) {
   };
   const std::vector<Tap> ty = taps(rank - 2, ih, oh), tx = taps(rank - 1, iw, ow);
   const int64_t planes = x.numel() / (ih * iw);
-  parallel_for(planes, [&](int64_t b, int64_t e) {
-    for (int64_t p = b; p < e; ++p) {
-      const float* xp = px + p * ih * iw;
-      float* yp = py + p * oh * ow;
-      for (int64_t r = 0; r < oh; ++r) {
-        const Tap& vy = ty[r];
-        const float* r0 = xp + vy.i0 * iw;
-        const float* r1 = xp + vy.i1 * iw;
-        for (int64_t c = 0; c < ow; ++c) {
-          const Tap& vx = tx[c];
-          const double top = r0[vx.i0] + (static_cast<double>(r0[vx.i1]) - r0[vx.i0]) * vx.t;
-          const double bot = r1[vx.i0] + (static_cast<double>(r1[vx.i1]) - r1[vx.i0]) * vx.t;
-          yp[r * ow + c] = static_cast<float>(top + (bot - top) * vy.t);
+  parallel_for(
+      planes,
+      [&](int64_t b, int64_t e) {
+        for (int64_t p = b; p < e; ++p) {
+          const float* xp = px + p * ih * iw;
+          float* yp = py + p * oh * ow;
+          for (int64_t r = 0; r < oh; ++r) {
+            const Tap& vy = ty[r];
+            const float* r0 = xp + vy.i0 * iw;
+            const float* r1 = xp + vy.i1 * iw;
+            for (int64_t c = 0; c < ow; ++c) {
+              const Tap& vx = tx[c];
+              const double top = r0[vx.i0] + (static_cast<double>(r0[vx.i1]) - r0[vx.i0]) * vx.t;
+              const double bot = r1[vx.i0] + (static_cast<double>(r1[vx.i1]) - r1[vx.i0]) * vx.t;
+              yp[r * ow + c] = static_cast<float>(top + (bot - top) * vy.t);
+            }
+          }
         }
-      }
-    }
-  });
+      },
+      parallel_grain(oh * ow * 4));
   return Status::ok();
 }
 

@@ -33,19 +33,22 @@ Status softmax_kernel(const graph::Node& node, const Inputs& in, Outputs& out) {
   }
   const float* px = x.data<float>();
   float* py = y.data<float>();
-  parallel_for(outer * inner, [&](int64_t b, int64_t e) {
-    std::vector<double> ex(static_cast<size_t>(len));
-    for (int64_t r = b; r < e; ++r) {
-      const int64_t o = r / inner, i = r % inner;
-      const float* xp = px + o * len * inner + i;
-      float* yp = py + o * len * inner + i;
-      double mx = -INFINITY;
-      for (int64_t j = 0; j < len; ++j) mx = std::max(mx, static_cast<double>(xp[j * inner]));
-      double sum = 0;
-      for (int64_t j = 0; j < len; ++j) sum += ex[j] = std::exp(xp[j * inner] - mx);
-      for (int64_t j = 0; j < len; ++j) yp[j * inner] = static_cast<float>(ex[j] / sum);
-    }
-  });
+  parallel_for(
+      outer * inner,
+      [&](int64_t b, int64_t e) {
+        std::vector<double> ex(static_cast<size_t>(len));
+        for (int64_t r = b; r < e; ++r) {
+          const int64_t o = r / inner, i = r % inner;
+          const float* xp = px + o * len * inner + i;
+          float* yp = py + o * len * inner + i;
+          double mx = -INFINITY;
+          for (int64_t j = 0; j < len; ++j) mx = std::max(mx, static_cast<double>(xp[j * inner]));
+          double sum = 0;
+          for (int64_t j = 0; j < len; ++j) sum += ex[j] = std::exp(xp[j * inner] - mx);
+          for (int64_t j = 0; j < len; ++j) yp[j * inner] = static_cast<float>(ex[j] / sum);
+        }
+      },
+      parallel_grain(3 * len));
   return Status::ok();
 }
 

@@ -21,7 +21,7 @@ Status sqrt_kernel(const graph::Node& node, const Inputs& in, Outputs& out) {
       [&](int64_t b, int64_t e) {
         for (int64_t i = b; i < e; ++i) py[i] = std::sqrt(px[i]);
       },
-      int64_t{1} << 15);
+      kMinParallelWork);
   return Status::ok();
 }
 
