@@ -2,7 +2,10 @@
 // intermediates released after their last use without disturbing values read later.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "backends/reference/reference_backend.h"
+#include "op_cases.h"
 #include "test_util.h"
 
 namespace steadyocr::testing {
@@ -150,6 +153,43 @@ TEST(ReferenceBackend, RunNodeReportsMissingKernel) {
   std::vector<Tensor> out;
   EXPECT_EQ(run_node_reference(*n, {&t}, &out).code(), StatusCode::kUnsupported);
   EXPECT_EQ(find_reference_kernel(OpKind::kCount), nullptr);
+}
+
+// Every single-node op case with its output Value one element larger on the last axis: the kernel must
+// refuse with an error naming the node rather than write past its buffers. Resize alone takes the output
+// shape as its target.
+TEST(ReferenceBackend, KernelsRefuseOutputShapesTheyCannotFill) {
+  int checked = 0;
+  for (const OpCase& oc : all_op_cases()) {
+    CaseGraph c = oc.build();
+    if (c.graph.node_count() != 1) continue;
+    graph::Node& n = *c.graph.nodes()[0];
+    std::vector<const Tensor*> args;
+    for (graph::Value* v : n.inputs) {
+      if (v == nullptr) {
+        args.push_back(nullptr);
+      } else if (v->is_constant()) {
+        args.push_back(&v->constant);
+      } else {
+        auto it = std::find(c.graph.inputs().begin(), c.graph.inputs().end(), v);
+        ASSERT_NE(it, c.graph.inputs().end());
+        args.push_back(&c.inputs[it - c.graph.inputs().begin()]);
+      }
+    }
+    graph::Value* y = n.output(0);
+    if (y->shape.empty()) y->shape = {1};
+    y->shape.back() += 1;
+    std::vector<Tensor> out;
+    Status s = run_node_reference(n, args, &out);
+    ++checked;
+    if (n.op == OpKind::kResize) {
+      EXPECT_TRUE(s.is_ok()) << oc.name << ": " << s.to_string();
+      continue;
+    }
+    EXPECT_FALSE(s.is_ok()) << oc.name << " accepted output " << shape_str(y->shape);
+    EXPECT_NE(s.message().find(n.describe()), std::string::npos) << oc.name << ": " << s.message();
+  }
+  EXPECT_GT(checked, 80);
 }
 
 }  // namespace

@@ -153,9 +153,9 @@ Status conv_kernel(const graph::Node& node, const Inputs& in, Outputs& out) {
     return invalid_argument(fmt::format("{}: output value is {} but x {} with weights {} gives [{},{},{},{}]",
                                         node.describe(), y.describe(), x.describe(), wt.describe(), g.n, g.m, eh, ew));
   }
-  if (bias && bias->numel() != g.m) {
+  if (bias && (bias->dtype() != DType::kF32 || bias->numel() != g.m)) {
     return invalid_argument(
-        fmt::format("{}: bias {} does not have {} elements", node.describe(), bias->describe(), g.m));
+        fmt::format("{}: bias {} must be f32 with {} elements", node.describe(), bias->describe(), g.m));
   }
   if (res && (res->dtype() != DType::kF32 || res->shape() != y.shape())) {
     return invalid_argument(fmt::format("{}: residual {} must be f32 of the output shape {}", node.describe(),

@@ -36,8 +36,9 @@ Status conv_transpose_kernel(const graph::Node& node, const Inputs& in, Outputs&
     return invalid_argument(fmt::format("{}: output value is {} but x {} with weights {} gives [{},{},{},{}]",
                                         node.describe(), y.describe(), x.describe(), wt.describe(), n, m, eh, ew));
   }
-  if (bias && bias->numel() != m) {
-    return invalid_argument(fmt::format("{}: bias {} does not have {} elements", node.describe(), bias->describe(), m));
+  if (bias && (bias->dtype() != DType::kF32 || bias->numel() != m)) {
+    return invalid_argument(
+        fmt::format("{}: bias {} must be f32 with {} elements", node.describe(), bias->describe(), m));
   }
   const int64_t oh = eh, ow = ew, cg = c / group, plane = oh * ow;
   const float* px = x.data<float>();
