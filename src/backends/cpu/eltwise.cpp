@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <cstdlib>
 
 #include "backends/cpu/eltwise_kernels.h"
 #include "backends/cpu/ops.h"
@@ -217,6 +218,11 @@ Status append_node(PlanBuilder& b, Chain& c, const Node& n, const Value* cur) {
 // Whether a chain step can join: a single-consumer elementwise node of the same output shape whose other
 // inputs already exist.
 const Node* next_in_chain(PlanBuilder& b, const Chain& c, const Value* cur) {
+  static const bool disabled = [] {
+    const char* v = std::getenv("STEADYOCR_CPU_FUSE");
+    return v && std::string(v) == "0";
+  }();
+  if (disabled) return nullptr;
   if (b.is_graph_output(cur)) return nullptr;
   const auto& cons = b.consumers(cur);
   if (cons.size() != 1) return nullptr;
@@ -417,7 +423,10 @@ Status build_eltwise(PlanBuilder& b, const graph::Node& n) {
   std::set<const Node*> current(c.nodes.begin(), c.nodes.end());
   int out = -1;
   const Operand& o0 = c.operands[0];
-  if (o0.value && !o0.value->is_constant() && o0.shape == s && b.buffer(bufs[0]).md == out_md &&
+  // (Not when a later step reads operand 0 again, e.g. x + x*s: the tile overwrites it.)
+  bool reread = false;
+  for (const EwStep& st : c.steps) reread = reread || st.operand == 0;
+  if (o0.value && !o0.value->is_constant() && o0.shape == s && b.buffer(bufs[0]).md == out_md && !reread &&
       std::count(bufs.begin(), bufs.end(), bufs[0]) == 1 && b.dies_with(bufs[0], current)) {
     bool shared = false;
     for (size_t i = 1; i < bufs.size(); ++i) shared = shared || b.root_of(bufs[i]) == b.root_of(bufs[0]);

@@ -116,13 +116,13 @@ SO_CPU_CLONES void tile_kernel(const TileArgs& t) {
         un_tile(o, n, [](float x) { return vsigmoid(x); });
         break;
       case EwOp::kHardSigmoid:
-        un_tile(o, n, [a, b](float x) { return std::clamp(a * x + b, 0.f, 1.f); });
+        un_tile(o, n, [a, b](float x) { return vmin(vmax(a * x + b, 0.f), 1.f); });
         break;
       case EwOp::kHardSwish:
-        un_tile(o, n, [](float x) { return x * std::clamp(x / 6.f + 0.5f, 0.f, 1.f); });
+        un_tile(o, n, [](float x) { return x * vmin(vmax(x / 6.f + 0.5f, 0.f), 1.f); });
         break;
       case EwOp::kClip:
-        un_tile(o, n, [a, b](float x) { return std::clamp(x, a, b); });
+        un_tile(o, n, [a, b](float x) { return vmin(vmax(x, a), b); });
         break;
       case EwOp::kSqrt:
         un_tile(o, n, [](float x) { return std::sqrt(x); });

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <cstdlib>
 
 namespace steadyocr::cpu {
 namespace {
@@ -304,6 +305,11 @@ void add_activation(Epilogue& e, const graph::Activation& act) {
 
 void grow_epilogue(PlanBuilder& b, Epilogue& e, int channel_axis, bool allow_residual) {
   constexpr size_t kMaxPostOps = 12;
+  static const bool disabled = [] {
+    const char* v = std::getenv("STEADYOCR_CPU_FUSE");
+    return v && std::string(v) == "0";
+  }();
+  if (disabled) return;
   while (e.ops.size() < kMaxPostOps) {
     const Value* v = e.out;
     if (b.is_graph_output(v)) return;

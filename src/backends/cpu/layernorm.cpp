@@ -13,41 +13,28 @@
 namespace steadyocr::cpu {
 namespace {
 
-constexpr int kLanes = 16;
-
-SO_CPU_CLONES void layernorm_rows(const float* x, float* y, int64_t rows, int64_t cols, const float* scale,
-                                  const float* bias, float eps) {
+SO_CPU_CLONES void layernorm_rows(const float* __restrict x, float* __restrict y, int64_t rows, int64_t cols,
+                                  const float* __restrict scale, const float* __restrict bias, float eps) {
   for (int64_t r = 0; r < rows; ++r) {
-    const float* xr = x + r * cols;
-    float* yr = y + r * cols;
-    float acc[kLanes] = {0};
-    int64_t i = 0;
-    for (; i + kLanes <= cols; i += kLanes) {
-      for (int l = 0; l < kLanes; ++l) acc[l] += xr[i + l];
-    }
+    const float* __restrict xr = x + r * cols;
+    float* __restrict yr = y + r * cols;
     float sum = 0.f;
-    for (int l = 0; l < kLanes; ++l) sum += acc[l];
-    for (; i < cols; ++i) sum += xr[i];
+#pragma omp simd reduction(+ : sum)
+    for (int64_t i = 0; i < cols; ++i) sum += xr[i];
     const float mean = sum / static_cast<float>(cols);
-    float vacc[kLanes] = {0};
-    i = 0;
-    for (; i + kLanes <= cols; i += kLanes) {
-      for (int l = 0; l < kLanes; ++l) {
-        float d = xr[i + l] - mean;
-        vacc[l] += d * d;
-      }
-    }
     float var = 0.f;
-    for (int l = 0; l < kLanes; ++l) var += vacc[l];
-    for (; i < cols; ++i) {
-      float d = xr[i] - mean;
+#pragma omp simd reduction(+ : var)
+    for (int64_t i = 0; i < cols; ++i) {
+      const float d = xr[i] - mean;
       var += d * d;
     }
     var /= static_cast<float>(cols);
     const float inv = 1.f / std::sqrt(var + eps);
     if (bias) {
+#pragma omp simd
       for (int64_t j = 0; j < cols; ++j) yr[j] = (xr[j] - mean) * inv * scale[j] + bias[j];
     } else {
+#pragma omp simd
       for (int64_t j = 0; j < cols; ++j) yr[j] = (xr[j] - mean) * inv * scale[j];
     }
   }

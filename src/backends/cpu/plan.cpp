@@ -5,10 +5,12 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 
 #include "backends/cpu/ops.h"
 #include "backends/cpu/weight_cache.h"
 #include "core/log.h"
+#include "core/parallel.h"
 #include "core/timer.h"
 
 namespace steadyocr::cpu {
@@ -18,6 +20,12 @@ constexpr size_t kAlign = 64;
 
 size_t align_up(size_t n, size_t a) {
   return (n + a - 1) / a * a;
+}
+
+double process_cpu_ms() {
+  timespec ts;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
 }
 
 int profile_level() {
@@ -122,7 +130,7 @@ Status dispatch(PlanBuilder& b, const graph::Node& n) {
 Status DnnlArgs::bind(const RunContext& ctx, const Md& scratch_md) {
   return dnnl_try("binding memories", [&] {
     for (const auto& a : bufs_) {
-      void* p = ctx.is_external(a.buf) ? nullptr : ctx.ptr(a.buf);
+      void* p = ctx.is_external(a.buf) ? nullptr : static_cast<char*>(ctx.ptr(a.buf)) + a.offset;
       args_[a.arg] = dnnl::memory(a.md, cpu_engine(), p);
     }
     for (const auto& [arg, m] : fixed_) args_[arg] = m;
@@ -134,7 +142,7 @@ Status DnnlArgs::bind(const RunContext& ctx, const Md& scratch_md) {
 Status DnnlArgs::execute(RunContext& ctx, const dnnl::primitive& p, const char* what) {
   try {
     for (const auto& a : bufs_) {
-      if (ctx.is_external(a.buf)) args_[a.arg].set_data_handle(ctx.ptr(a.buf));
+      if (ctx.is_external(a.buf)) args_[a.arg].set_data_handle(static_cast<char*>(ctx.ptr(a.buf)) + a.offset);
     }
     p.execute(ctx.stream(), args_);
   } catch (const dnnl::error& e) {
@@ -286,6 +294,7 @@ void PlanBuilder::add_step(std::unique_ptr<CpuOp> op, std::vector<int> reads, st
 bool PlanBuilder::dies_with(int buf, const std::set<const graph::Node*>& current) const {
   int r = root_of(buf);
   if (plan_.buffers_[r].storage != Storage::kArena) return false;
+  if (std::getenv("STEADYOCR_CPU_INPLACE") && std::string(std::getenv("STEADYOCR_CPU_INPLACE")) == "0") return false;
   for (const graph::Value* v : root_values_[r]) {
     if (outputs_.count(v)) return false;
     for (const graph::Node* c : consumers(v)) {
@@ -470,11 +479,14 @@ Status CpuPlan::run(const std::vector<Tensor>& inputs, std::vector<Tensor>* outp
     if (r.storage == Storage::kInput) ctx_.ptrs_[i] = const_cast<void*>(inputs[r.input_index].raw());
   }
   Stopwatch total;
+  const double cpu0 = profile_ ? process_cpu_ms() : 0;
   for (Step& s : steps_) {
     if (profile_) {
       Stopwatch sw;
+      const double c0 = process_cpu_ms();
       Status st = s.op->run(ctx_);
       s.ms += sw.elapsed_ms();
+      s.cpu_ms += process_cpu_ms() - c0;
       if (!st.is_ok()) return st.with_context("cpu backend, " + (s.node.empty() ? s.op->describe() : s.node));
     } else {
       Status st = s.op->run(ctx_);
@@ -490,10 +502,12 @@ Status CpuPlan::run(const std::vector<Tensor>& inputs, std::vector<Tensor>* outp
     outputs->push_back(std::move(t));
   }
   if (profile_) {
-    double ms = total.elapsed_ms();
+    double ms = total.elapsed_ms(), cpu = process_cpu_ms() - cpu0;
     run_ms_ += ms;
+    run_cpu_ms_ += cpu;
     ++runs_;
-    if (profile_ >= 2) fmt::print(stderr, "[cpu profile] '{}' run {}: {:.2f} ms\n", name_, runs_, ms);
+    if (profile_ >= 2)
+      fmt::print(stderr, "[cpu profile] '{}' run {}: {:.2f} ms (cpu {:.2f} ms)\n", name_, runs_, ms, cpu);
   }
   return Status::ok();
 }
@@ -501,23 +515,32 @@ Status CpuPlan::run(const std::vector<Tensor>& inputs, std::vector<Tensor>* outp
 void CpuPlan::print_profile() const {
   std::string in;
   for (const auto& s : input_shapes_) in += shape_str(s) + " ";
-  fmt::print(stderr, "[cpu profile] '{}' input {}: {} runs, {:.2f} ms/run, {} steps, arena {:.1f} MiB\n", name_, in,
-             runs_, run_ms_ / runs_, steps_.size(), arena_bytes_ / 1048576.0);
-  std::map<std::string, std::pair<double, int>> by_kind;
+  fmt::print(stderr,
+             "[cpu profile] '{}' input {}: {} runs, {:.2f} ms/run (cpu {:.2f} ms), {} steps, arena {:.1f} MiB, {} "
+             "threads\n",
+             name_, in, runs_, run_ms_ / runs_, run_cpu_ms_ / runs_, steps_.size(), arena_bytes_ / 1048576.0,
+             num_threads());
+  struct Kind {
+    double ms = 0, cpu_ms = 0;
+    int steps = 0;
+  };
+  std::map<std::string, Kind> by_kind;
   for (const Step& s : steps_) {
     auto& k = by_kind[s.kind];
-    k.first += s.ms;
-    k.second += 1;
+    k.ms += s.ms;
+    k.cpu_ms += s.cpu_ms;
+    k.steps += 1;
   }
-  std::vector<std::pair<std::string, std::pair<double, int>>> kinds(by_kind.begin(), by_kind.end());
-  std::sort(kinds.begin(), kinds.end(), [](auto& a, auto& b) { return a.second.first > b.second.first; });
+  std::vector<std::pair<std::string, Kind>> kinds(by_kind.begin(), by_kind.end());
+  std::sort(kinds.begin(), kinds.end(), [](auto& a, auto& b) { return a.second.ms > b.second.ms; });
   for (const auto& [k, v] : kinds) {
-    fmt::print(stderr, "[cpu profile]   {:<20} {:4} steps {:9.3f} ms/run\n", k, v.second, v.first / runs_);
+    fmt::print(stderr, "[cpu profile]   {:<20} {:4} steps {:9.3f} ms/run (cpu {:9.3f})\n", k, v.steps, v.ms / runs_,
+               v.cpu_ms / runs_);
   }
   for (size_t i = 0; i < steps_.size(); ++i) {
     const Step& s = steps_[i];
-    fmt::print(stderr, "[cpu profile]   #{:<4} {:8.3f} ms  {:<28} {}\n", i, s.ms / runs_, s.node.substr(0, 28),
-               s.op->describe());
+    fmt::print(stderr, "[cpu profile]   #{:<4} {:8.3f} ms (cpu {:8.3f})  {:<24} {}\n", i, s.ms / runs_,
+               s.cpu_ms / runs_, s.node.substr(0, 24), s.op->describe());
   }
 }
 

@@ -77,7 +77,8 @@ class CpuOp {
 // inputs refreshed on every run.
 class DnnlArgs {
  public:
-  void add(int arg, int buf, const Md& md) { bufs_.push_back({arg, buf, md}); }
+  // `offset`: bytes into the buffer where the argument starts (a strided window of a larger tensor).
+  void add(int arg, int buf, const Md& md, size_t offset = 0) { bufs_.push_back({arg, buf, md, offset}); }
   void add_memory(int arg, const dnnl::memory& m) { fixed_[arg] = m; }
   // Creates the memories (and the scratchpad argument when `scratch_md` is non-empty).
   Status bind(const RunContext& ctx, const Md& scratch_md = Md());
@@ -89,6 +90,7 @@ class DnnlArgs {
     int arg;
     int buf;
     Md md;
+    size_t offset;
   };
   std::vector<BufArg> bufs_;
   std::unordered_map<int, dnnl::memory> fixed_;
@@ -167,6 +169,7 @@ class CpuPlan : public PreparedGraph {
     std::string node;  // node name ("" for inserted reorders)
     std::string kind;  // op name for the per-kind profile
     double ms = 0;
+    double cpu_ms = 0;  // process CPU time (all threads): compute cost even when the machine is oversubscribed
   };
   Status plan_memory();
   void print_profile() const;
@@ -188,6 +191,7 @@ class CpuPlan : public PreparedGraph {
   int profile_ = 0;  // STEADYOCR_PROFILE: 1 = summary when the plan is dropped, 2 = also every run
   uint64_t runs_ = 0;
   double run_ms_ = 0;
+  double run_cpu_ms_ = 0;
 };
 
 }  // namespace steadyocr::cpu

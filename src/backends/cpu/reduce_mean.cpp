@@ -11,25 +11,18 @@
 namespace steadyocr::cpu {
 namespace {
 
-constexpr int kLanes = 16;
-
-SO_CPU_CLONES void mean_rows(const float* x, float* y, int64_t rows, int64_t len) {
+SO_CPU_CLONES void mean_rows(const float* __restrict x, float* __restrict y, int64_t rows, int64_t len) {
   const float inv = 1.f / static_cast<float>(len);
   for (int64_t r = 0; r < rows; ++r) {
-    const float* xr = x + r * len;
-    float acc[kLanes] = {0};
-    int64_t i = 0;
-    for (; i + kLanes <= len; i += kLanes) {
-      for (int l = 0; l < kLanes; ++l) acc[l] += xr[i + l];
-    }
+    const float* __restrict xr = x + r * len;
     float s = 0.f;
-    for (int l = 0; l < kLanes; ++l) s += acc[l];
-    for (; i < len; ++i) s += xr[i];
+#pragma omp simd reduction(+ : s)
+    for (int64_t i = 0; i < len; ++i) s += xr[i];
     y[r] = s * inv;
   }
 }
 
-SO_CPU_CLONES void mean_block(const float* x, float* y, int64_t len, int64_t inner) {
+SO_CPU_CLONES void mean_block(const float* __restrict x, float* __restrict y, int64_t len, int64_t inner) {
   for (int64_t i = 0; i < inner; ++i) y[i] = 0.f;
   for (int64_t j = 0; j < len; ++j) {
     const float* xr = x + j * inner;

@@ -11,40 +11,24 @@
 namespace steadyocr::cpu {
 namespace {
 
-constexpr int kLanes = 16;
-
-// Softmax over rows of `len` contiguous floats.
-SO_CPU_CLONES void softmax_rows(const float* x, float* y, int64_t rows, int64_t len) {
+// Softmax over rows of `len` contiguous floats. (omp simd: vectorised reductions without fast-math.)
+SO_CPU_CLONES void softmax_rows(const float* __restrict x, float* __restrict y, int64_t rows, int64_t len) {
   for (int64_t r = 0; r < rows; ++r) {
-    const float* xr = x + r * len;
-    float* yr = y + r * len;
-    float mx[kLanes];
-    for (int l = 0; l < kLanes; ++l) mx[l] = -INFINITY;
-    int64_t i = 0;
-    for (; i + kLanes <= len; i += kLanes) {
-      for (int l = 0; l < kLanes; ++l) mx[l] = std::max(mx[l], xr[i + l]);
-    }
+    const float* __restrict xr = x + r * len;
+    float* __restrict yr = y + r * len;
     float m = -INFINITY;
-    for (int l = 0; l < kLanes; ++l) m = std::max(m, mx[l]);
-    for (; i < len; ++i) m = std::max(m, xr[i]);
-    float acc[kLanes] = {0};
-    i = 0;
-    for (; i + kLanes <= len; i += kLanes) {
-      for (int l = 0; l < kLanes; ++l) {
-        float e = vexp(xr[i + l] - m);
-        yr[i + l] = e;
-        acc[l] += e;
-      }
-    }
+#pragma omp simd reduction(max : m)
+    for (int64_t i = 0; i < len; ++i) m = vmax(m, xr[i]);
     float sum = 0.f;
-    for (int l = 0; l < kLanes; ++l) sum += acc[l];
-    for (; i < len; ++i) {
-      float e = vexp(xr[i] - m);
+#pragma omp simd reduction(+ : sum)
+    for (int64_t i = 0; i < len; ++i) {
+      const float e = vexp(xr[i] - m);
       yr[i] = e;
       sum += e;
     }
     const float inv = 1.f / sum;
-    for (int64_t j = 0; j < len; ++j) yr[j] *= inv;
+#pragma omp simd
+    for (int64_t i = 0; i < len; ++i) yr[i] *= inv;
   }
 }
 
@@ -53,7 +37,7 @@ SO_CPU_CLONES void softmax_strided(const float* x, float* y, int64_t len, int64_
   for (int64_t i = 0; i < inner; ++i) tmp[i] = -INFINITY;
   for (int64_t j = 0; j < len; ++j) {
     const float* xr = x + j * inner;
-    for (int64_t i = 0; i < inner; ++i) tmp[i] = std::max(tmp[i], xr[i]);
+    for (int64_t i = 0; i < inner; ++i) tmp[i] = vmax(tmp[i], xr[i]);
   }
   float* sum = tmp + inner;
   for (int64_t i = 0; i < inner; ++i) sum[i] = 0.f;
@@ -121,7 +105,7 @@ Status build_softmax(PlanBuilder& b, const graph::Node& n) {
     len = outer ? total / outer : 0;
   } else {
     len = s[axis];
-    inner = (outer * len) ? total / (outer * len) : 0;
+    inner = outer * len != 0 ? total / (outer * len) : 0;
   }
   ASSIGN_OR_RETURN(int in, b.plain(x));
   int out = b.new_buffer(DType::kF32, y->shape, plain_md(y->shape), y->name);

@@ -16,13 +16,20 @@
 
 namespace steadyocr::cpu {
 
-// e^x with the Cephes polynomial (about 1 ulp); inputs are clamped to [-87.3, 88] so the result stays
-// finite and normal.
+// e^x with the Cephes polynomial (about 1 ulp); inputs are clamped to [-87.3, 88] so the result stays finite and
+// normal. Branch-free (value ternaries, round-to-nearest by the 1.5*2^23 trick) so loops calling it vectorise.
+inline float vmin(float a, float b) {
+  return b < a ? b : a;
+}
+inline float vmax(float a, float b) {
+  return a < b ? b : a;
+}
+
 inline float vexp(float x) {
-  x = std::min(std::max(x, -87.3f), 88.f);
-  float fx = std::floor(x * 1.44269504088896341f + 0.5f);
-  float r = x - fx * 0.693359375f + fx * 2.12194440e-4f;
-  float r2 = r * r;
+  x = vmin(vmax(x, -87.3f), 88.f);
+  const float fx = (x * 1.44269504088896341f + 12582912.f) - 12582912.f;  // round(x / ln 2)
+  const float r = x - fx * 0.693359375f + fx * 2.12194440e-4f;
+  const float r2 = r * r;
   float p = 1.9875691500E-4f;
   p = p * r + 1.3981999507E-3f;
   p = p * r + 8.3334519073E-3f;
@@ -30,7 +37,7 @@ inline float vexp(float x) {
   p = p * r + 1.6666665459E-1f;
   p = p * r + 5.0000001201E-1f;
   p = p * r2 + r + 1.f;
-  int32_t e = (static_cast<int32_t>(fx) + 127) << 23;
+  const int32_t e = (static_cast<int32_t>(fx) + 127) << 23;
   return p * std::bit_cast<float>(e);
 }
 
