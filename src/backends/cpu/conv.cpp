@@ -61,18 +61,23 @@ Status build_conv(PlanBuilder& b, const graph::Node& n) {
       last = po.status();
       continue;
     }
-    std::vector<Md> dst_choices{Md(dst_d, Dt::f32, Tag::any)};
+    // Channel-blocked activations first (few input channels: the first layer reads its plain input as is),
+    // then whatever oneDNN prefers.
+    const Md blocked_dst(dst_d, Dt::f32, conv_blocked_tag());
+    const Md blocked_src = ic >= 8 ? Md(src_d, Dt::f32, conv_blocked_tag()) : Md(src_d, Dt::f32, Tag::any);
+    std::vector<std::pair<Md, Md>> choices{{blocked_src, blocked_dst},
+                                           {Md(src_d, Dt::f32, Tag::any), Md(dst_d, Dt::f32, Tag::any)}};
     if (e->residual) {
       ASSIGN_OR_RETURN(int r, b.home(e->residual));
-      if (b.buffer(r).md.dims() == dst_d) dst_choices.insert(dst_choices.begin(), b.buffer(r).md);
+      if (b.buffer(r).md.dims() == dst_d) choices.insert(choices.begin(), {blocked_src, b.buffer(r).md});
     }
-    for (const Md& dst_md : dst_choices) {
+    for (const auto& [src_md, dst_md] : choices) {
       last = dnnl_try("convolution " + shape_str(x->shape) + " -> " + shape_str(y->shape), [&] {
         auto attr = base_attr();
         attr.set_post_ops(po.value());
         dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
-                                          Md(src_d, Dt::f32, Tag::any), Md(w_d, Dt::f32, Tag::any),
-                                          bias ? bias_md : Md(), dst_md, strides, dil, pad_l, pad_r);
+                                          src_md, Md(w_d, Dt::f32, Tag::any), bias ? bias_md : Md(), dst_md, strides,
+                                          dil, pad_l, pad_r);
         pd = dnnl::convolution_forward::primitive_desc(d, attr, cpu_engine());
       });
       if (last.is_ok()) break;

@@ -90,6 +90,26 @@ Md same_layout(const Md& like, const Dims& dims) {
   }
 }
 
+Tag conv_blocked_tag() {
+  static const Tag tag = [] {
+    dnnl::cpu_isa isa = dnnl::cpu_isa::all;
+    try {
+      isa = dnnl::get_effective_cpu_isa();
+    } catch (const dnnl::error&) {
+    }
+    switch (isa) {
+      case dnnl::cpu_isa::avx512_core:
+      case dnnl::cpu_isa::avx512_core_vnni:
+      case dnnl::cpu_isa::avx512_core_bf16:
+      case dnnl::cpu_isa::avx512_core_amx:
+        return Tag::aBcd16b;
+      default:
+        return Tag::aBcd8b;
+    }
+  }();
+  return tag;
+}
+
 bool has_padding(const Md& md) {
   const auto& d = md.data;
   for (int i = 0; i < d.ndims; ++i) {

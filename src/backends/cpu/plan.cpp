@@ -129,21 +129,24 @@ Status dispatch(PlanBuilder& b, const graph::Node& n) {
 
 Status DnnlArgs::bind(const RunContext& ctx, const Md& scratch_md) {
   return dnnl_try("binding memories", [&] {
-    for (const auto& a : bufs_) {
-      void* p = ctx.is_external(a.buf) ? nullptr : static_cast<char*>(ctx.ptr(a.buf)) + a.offset;
-      args_[a.arg] = dnnl::memory(a.md, cpu_engine(), p);
-    }
+    for (const auto& a : bufs_) args_[a.arg] = dnnl::memory(a.md, cpu_engine(), nullptr);
     for (const auto& [arg, m] : fixed_) args_[arg] = m;
-    if (scratch_md.get_size() > 0)
-      args_[DNNL_ARG_SCRATCHPAD] = dnnl::memory(scratch_md, cpu_engine(), ctx.scratchpad());
+    has_scratch_ = scratch_md.get_size() > 0;
+    if (has_scratch_) args_[DNNL_ARG_SCRATCHPAD] = dnnl::memory(scratch_md, cpu_engine(), nullptr);
+    epoch_ = ~uint64_t{0};
   });
 }
 
 Status DnnlArgs::execute(RunContext& ctx, const dnnl::primitive& p, const char* what) {
   try {
+    const bool moved = epoch_ != ctx.epoch();
     for (const auto& a : bufs_) {
-      if (ctx.is_external(a.buf)) args_[a.arg].set_data_handle(static_cast<char*>(ctx.ptr(a.buf)) + a.offset);
+      if (moved || ctx.is_external(a.buf)) {
+        args_[a.arg].set_data_handle(static_cast<char*>(ctx.ptr(a.buf)) + a.offset);
+      }
     }
+    if (moved && has_scratch_) args_[DNNL_ARG_SCRATCHPAD].set_data_handle(ctx.scratchpad());
+    epoch_ = ctx.epoch();
     p.execute(ctx.stream(), args_);
   } catch (const dnnl::error& e) {
     return dnnl_error(e, std::string("executing ") + what);
@@ -325,8 +328,10 @@ const Tensor& PlanBuilder::keep(Tensor t) {
 
 // ---- CpuPlan ----
 
-Result<std::unique_ptr<CpuPlan>> CpuPlan::build(const graph::Graph& graph, WeightCache& weights) {
+Result<std::unique_ptr<CpuPlan>> CpuPlan::build(const graph::Graph& graph, WeightCache& weights,
+                                                std::shared_ptr<ArenaPool> pool) {
   std::unique_ptr<CpuPlan> plan(new CpuPlan());
+  plan->pool_ = std::move(pool);
   plan->name_ = graph.name();
   plan->profile_ = profile_level();
   PlanBuilder b(*plan, graph, weights);
@@ -342,6 +347,7 @@ Result<std::unique_ptr<CpuPlan>> CpuPlan::build(const graph::Graph& graph, Weigh
     plan->input_shapes_.push_back(v->shape);
     b.set_home(v, id);
   }
+  Stopwatch build_watch;
   ASSIGN_OR_RETURN(auto order, topo_order(graph));
   for (const graph::Node* n : order) {
     if (b.absorbed_.count(n)) continue;
@@ -363,8 +369,13 @@ Result<std::unique_ptr<CpuPlan>> CpuPlan::build(const graph::Graph& graph, Weigh
     plan->output_bufs_.push_back(id);
     plan->output_dtypes_.push_back(plan->buffers_[id].dtype);
   }
+  const double build_ms = build_watch.elapsed_ms();
   RETURN_IF_ERROR(plan->plan_memory());
-  log::debug("cpu", "planned '{}': {} steps, {} buffers, arena {:.1f} MiB, scratchpad {:.1f} MiB", plan->name_,
+  if (plan->profile_) {
+    fmt::print(stderr, "[cpu profile] planned '{}': steps built in {:.1f} ms, memory + primitives in {:.1f} ms\n",
+               plan->name_, build_ms, build_watch.elapsed_ms() - build_ms);
+  }
+  log::debug("cpu", "planned '{}': {} steps, {} buffers, activations {:.1f} MiB, scratchpad {:.1f} MiB", plan->name_,
              plan->steps_.size(), plan->buffers_.size(), plan->arena_bytes_ / 1048576.0,
              plan->scratch_bytes_ / 1048576.0);
   return plan;
@@ -413,19 +424,9 @@ Status CpuPlan::plan_memory() {
     total = std::max(total, off + need);
     placed.push_back(id);
   }
-  arena_bytes_ = total;
-  if (arena_bytes_) {
-    arena_ = std::aligned_alloc(4096, align_up(arena_bytes_, 4096));
-    if (!arena_) {
-      return Status(StatusCode::kOutOfMemory, fmt::format("cpu backend: cannot allocate a {:.1f} MiB arena for '{}'",
-                                                          arena_bytes_ / 1048576.0, name_));
-    }
-  }
+  arena_bytes_ = align_up(total, 4096);
   for (const Step& s : steps_) scratch_bytes_ = std::max(scratch_bytes_, s.op->scratchpad_bytes());
-  if (scratch_bytes_) {
-    scratch_ = std::aligned_alloc(4096, align_up(scratch_bytes_, 4096));
-    if (!scratch_) return Status(StatusCode::kOutOfMemory, "cpu backend: cannot allocate the oneDNN scratchpad");
-  }
+  total_bytes_ = arena_bytes_ + align_up(scratch_bytes_, 4096);
   ctx_.ptrs_.assign(buffers_.size(), nullptr);
   ctx_.external_.assign(buffers_.size(), false);
   for (size_t i = 0; i < buffers_.size(); ++i) {
@@ -433,8 +434,7 @@ Status CpuPlan::plan_memory() {
     const Buffer& r = buffers_[root(static_cast<int>(i))];
     switch (r.storage) {
       case Storage::kArena:
-        ctx_.ptrs_[i] = static_cast<char*>(arena_) + r.offset;
-        break;
+        break;  // set when a run takes its block (rebase)
       case Storage::kConstant:
         ctx_.ptrs_[i] = const_cast<void*>(r.constant);
         break;
@@ -446,7 +446,6 @@ Status CpuPlan::plan_memory() {
     }
     (void)b;
   }
-  ctx_.scratchpad_ = scratch_;
   RETURN_IF_ERROR(dnnl_try("creating a stream", [&] { stream_ = std::make_unique<dnnl::stream>(cpu_engine()); }));
   ctx_.stream_ = stream_.get();
   for (Step& s : steps_) {
@@ -459,8 +458,16 @@ Status CpuPlan::plan_memory() {
 CpuPlan::~CpuPlan() {
   if (profile_ && runs_) print_profile();
   steps_.clear();
-  std::free(arena_);
-  std::free(scratch_);
+}
+
+void CpuPlan::rebase(void* base) {
+  base_ = base;
+  for (size_t i = 0; i < buffers_.size(); ++i) {
+    const Buffer& r = buffers_[buffers_[i].storage == Storage::kView ? buffers_[i].root : i];
+    if (r.storage == Storage::kArena) ctx_.ptrs_[i] = static_cast<char*>(base) + r.offset;
+  }
+  ctx_.scratchpad_ = static_cast<char*>(base) + arena_bytes_;
+  ++ctx_.epoch_;
 }
 
 Status CpuPlan::run(const std::vector<Tensor>& inputs, std::vector<Tensor>* outputs) {
@@ -480,6 +487,24 @@ Status CpuPlan::run(const std::vector<Tensor>& inputs, std::vector<Tensor>* outp
   }
   Stopwatch total;
   const double cpu0 = profile_ ? process_cpu_ms() : 0;
+  // Activation memory for this run; given back however the run ends.
+  ArenaPool::Block block;
+  if (total_bytes_) {
+    block = pool_->acquire(total_bytes_);
+    if (!block.ptr) {
+      return Status(StatusCode::kOutOfMemory,
+                    fmt::format("cpu backend: cannot allocate {:.1f} MiB of activations for '{}'",
+                                total_bytes_ / 1048576.0, name_));
+    }
+    if (block.ptr != base_) rebase(block.ptr);
+  }
+  struct Release {
+    ArenaPool* pool;
+    ArenaPool::Block block;
+    ~Release() {
+      if (block.ptr) pool->release(block);
+    }
+  } release{pool_.get(), block};
   for (Step& s : steps_) {
     if (profile_) {
       Stopwatch sw;
@@ -518,7 +543,7 @@ void CpuPlan::print_profile() const {
   fmt::print(stderr,
              "[cpu profile] '{}' input {}: {} runs, {:.2f} ms/run (cpu {:.2f} ms), {} steps, arena {:.1f} MiB, {} "
              "threads\n",
-             name_, in, runs_, run_ms_ / runs_, run_cpu_ms_ / runs_, steps_.size(), arena_bytes_ / 1048576.0,
+             name_, in, runs_, run_ms_ / runs_, run_cpu_ms_ / runs_, steps_.size(), total_bytes_ / 1048576.0,
              num_threads());
   struct Kind {
     double ms = 0, cpu_ms = 0;

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "backends/backend.h"
+#include "backends/cpu/arena_pool.h"
 #include "backends/cpu/dnnl_util.h"
 #include "graph/ir.h"
 
@@ -50,6 +51,8 @@ class RunContext {
   bool is_external(int buf) const { return external_[buf]; }
   dnnl::stream& stream() { return *stream_; }
   void* scratchpad() const { return scratchpad_; }
+  // Changes whenever the arena moved (a run got another block from the pool): bound memories must follow.
+  uint64_t epoch() const { return epoch_; }
 
  private:
   friend class CpuPlan;
@@ -57,13 +60,14 @@ class RunContext {
   std::vector<bool> external_;
   dnnl::stream* stream_ = nullptr;
   void* scratchpad_ = nullptr;
+  uint64_t epoch_ = 0;
 };
 
 // One prepared step. Steps are built at prepare and keep no per-run state besides bound memories.
 class CpuOp {
  public:
   virtual ~CpuOp() = default;
-  // Called once after memory planning, when every non-input buffer has its final address.
+  // Called once after memory planning (buffer addresses are only known per run: see RunContext::epoch).
   virtual Status bind(const RunContext& ctx) { return Status::ok(); }
   // Runs the step on the plan's buffers.
   virtual Status run(RunContext& ctx) = 0;
@@ -73,8 +77,8 @@ class CpuOp {
   virtual size_t scratchpad_bytes() const { return 0; }
 };
 
-// oneDNN arguments backed by plan buffers: memories are created at bind() and the handles of graph
-// inputs refreshed on every run.
+// oneDNN arguments backed by plan buffers: memories are created at bind(); their handles follow the arena
+// when it moves and the graph inputs on every run.
 class DnnlArgs {
  public:
   // `offset`: bytes into the buffer where the argument starts (a strided window of a larger tensor).
@@ -95,6 +99,8 @@ class DnnlArgs {
   std::vector<BufArg> bufs_;
   std::unordered_map<int, dnnl::memory> fixed_;
   std::unordered_map<int, dnnl::memory> args_;
+  bool has_scratch_ = false;
+  uint64_t epoch_ = ~uint64_t{0};
 };
 
 class CpuPlan;
@@ -154,12 +160,15 @@ class PlanBuilder {
 
 class CpuPlan : public PreparedGraph {
  public:
-  // Builds the plan; fails (kUnsupported) naming the first node this backend cannot run.
-  static Result<std::unique_ptr<CpuPlan>> build(const graph::Graph& graph, WeightCache& weights);
+  // Builds the plan; fails (kUnsupported) naming the first node this backend cannot run. Runs take their
+  // activation memory from `pool`.
+  static Result<std::unique_ptr<CpuPlan>> build(const graph::Graph& graph, WeightCache& weights,
+                                                std::shared_ptr<ArenaPool> pool);
   ~CpuPlan() override;
 
   Status run(const std::vector<Tensor>& inputs, std::vector<Tensor>* outputs) override;
-  size_t workspace_bytes() const override { return arena_bytes_ + scratch_bytes_; }
+  // Activation + scratchpad bytes a run takes from the pool.
+  size_t workspace_bytes() const override { return total_bytes_; }
 
  private:
   friend class PlanBuilder;
@@ -172,6 +181,8 @@ class CpuPlan : public PreparedGraph {
     double cpu_ms = 0;  // process CPU time (all threads): compute cost even when the machine is oversubscribed
   };
   Status plan_memory();
+  // Points every arena buffer (and the scratchpad) into `base`.
+  void rebase(void* base);
   void print_profile() const;
 
   std::string name_;
@@ -182,10 +193,11 @@ class CpuPlan : public PreparedGraph {
   std::vector<int> input_bufs_;
   std::vector<int> output_bufs_;
   std::vector<DType> output_dtypes_;
-  void* arena_ = nullptr;
+  std::shared_ptr<ArenaPool> pool_;
+  void* base_ = nullptr;  // the block the memories are bound to
   size_t arena_bytes_ = 0;
-  void* scratch_ = nullptr;
   size_t scratch_bytes_ = 0;
+  size_t total_bytes_ = 0;  // arena, then the scratchpad
   RunContext ctx_;
   std::unique_ptr<dnnl::stream> stream_;
   int profile_ = 0;  // STEADYOCR_PROFILE: 1 = summary when the plan is dropped, 2 = also every run
