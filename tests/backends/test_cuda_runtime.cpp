@@ -245,29 +245,79 @@ TEST(CudaFaults, IllegalAddressIsStickyDeviceFault) {
 
 // ---- first timings (informative; the end-to-end numbers come from scripts/device_bench.sh) ---------------------
 
+double stage_ms(const std::string& role, const std::string& backend, const char* stage) {
+  return metrics::value("steadyocr_cuda_stage_ms_total", {{"model", role}, {"backend", backend}, {"stage", stage}});
+}
+
 void timing(const std::string& name) {
   SO_REQUIRE_MODELS();
   SO_CUDA_BACKEND_OR_SKIP(backend, name);
   struct Case {
     const char* model;
+    const char* role;
     Shape shape;
   };
-  for (const Case& c :
-       {Case{kDetModel, {1, 3, 736, 960}}, Case{kDetModel, {1, 3, 960, 704}}, Case{kRecModel, {6, 3, 48, 320}},
-        Case{kRecModel, {6, 3, 48, 640}}, Case{kClsModel, {6, 3, 48, 192}}}) {
+  for (const Case& c : {Case{kDetModel, "det", {1, 3, 736, 960}}, Case{kDetModel, "det", {1, 3, 960, 704}},
+                        Case{kRecModel, "rec", {6, 3, 48, 320}}, Case{kRecModel, "rec", {6, 3, 48, 640}},
+                        Case{kClsModel, "cls", {6, 3, 48, 192}}}) {
     auto model = runtime::Model::load(models_dir() + "/" + c.model, backend);
     ASSERT_TRUE(model.is_ok());
     Tensor x = random_tensor(c.shape, 11);
     Stopwatch first;
     ASSERT_TRUE((*model)->run(x).is_ok());
     const double first_ms = first.elapsed_ms();
-    ASSERT_TRUE((*model)->run(x).is_ok());
+    Stopwatch second;
+    ASSERT_TRUE((*model)->run(x).is_ok());  // captures the CUDA graph
+    const double second_ms = second.elapsed_ms();
+    const char* stages[] = {"host_staging", "h2d", "compute", "d2h"};
+    double before[4];
+    for (int i = 0; i < 4; ++i) before[i] = stage_ms(c.role, name, stages[i]);
     constexpr int kN = 50;
     Stopwatch sw;
     for (int i = 0; i < kN; ++i) ASSERT_TRUE((*model)->run(x).is_ok());
-    std::printf("TIMING %s %s %s: first run (plan + calibration) %.1f ms, steady %.3f ms/run\n", name.c_str(), c.model,
-                shape_str(c.shape).c_str(), first_ms, sw.elapsed_ms() / kN);
+    const double steady = sw.elapsed_ms() / kN;
+    double per[4];
+    for (int i = 0; i < 4; ++i) per[i] = (stage_ms(c.role, name, stages[i]) - before[i]) / kN;
+    std::printf(
+        "TIMING %s %s %s: first %.1f ms (plan + eager), second %.1f ms (capture), steady %.3f ms/run = "
+        "staging %.3f + h2d %.3f + compute %.3f + d2h %.3f ms (+ host rest)\n",
+        name.c_str(), c.role, shape_str(c.shape).c_str(), first_ms, second_ms, steady, per[0], per[1], per[2], per[3]);
   }
+}
+
+// What a new shape bucket costs: the runtime's specialisation + passes, our plan, the first (eager) run.
+void bucket_cost(const std::string& name, const char* file, const std::vector<Shape>& shapes) {
+  SO_REQUIRE_MODELS();
+  SO_CUDA_BACKEND_OR_SKIP(backend, name);
+  auto model = runtime::Model::load(models_dir() + "/" + file, backend);
+  ASSERT_TRUE(model.is_ok());
+  ASSERT_TRUE((*model)->run(random_tensor(shapes[0], 5)).is_ok());  // calibration (fp16) and lazy loading
+  const double plan0 = (*model)->stats().plan_ms_total;
+  const double ours0 = metrics::total("steadyocr_cuda_plan_ms_total");
+  const char* phases[] = {"build", "fuse", "place"};
+  double phase0[3];
+  for (int i = 0; i < 3; ++i) phase0[i] = metrics::value("steadyocr_cuda_prepare_ms_total", {{"phase", phases[i]}});
+  Stopwatch sw;
+  for (size_t i = 1; i < shapes.size(); ++i) ASSERT_TRUE((*model)->run(random_tensor(shapes[i], 5)).is_ok());
+  const double n = static_cast<double>(shapes.size() - 1);
+  double phase[3];
+  for (int i = 0; i < 3; ++i) {
+    phase[i] = (metrics::value("steadyocr_cuda_prepare_ms_total", {{"phase", phases[i]}}) - phase0[i]) / n;
+  }
+  std::printf(
+      "BUCKET %s %s: new bucket %.1f ms/first run (runtime plan %.1f ms of which CUDA prepare %.1f ms: "
+      "build %.1f, fuse %.1f, place %.1f)\n",
+      name.c_str(), file, sw.elapsed_ms() / n, ((*model)->stats().plan_ms_total - plan0) / n,
+      (metrics::total("steadyocr_cuda_plan_ms_total") - ours0) / n, phase[0], phase[1], phase[2]);
+}
+
+TEST(CudaTiming, NewBucketCost) {
+  bucket_cost("cuda-fp32", kDetModel,
+              {{1, 3, 960, 704}, {1, 3, 960, 736}, {1, 3, 896, 960}, {1, 3, 640, 960}, {1, 3, 960, 512}});
+  bucket_cost("cuda-fp16", kDetModel,
+              {{1, 3, 960, 704}, {1, 3, 960, 736}, {1, 3, 896, 960}, {1, 3, 640, 960}, {1, 3, 960, 512}});
+  bucket_cost("cuda-fp16", kRecModel,
+              {{6, 3, 48, 320}, {6, 3, 48, 347}, {6, 3, 48, 512}, {6, 3, 48, 800}, {5, 3, 48, 1203}});
 }
 
 TEST(CudaTiming, Fp32) {

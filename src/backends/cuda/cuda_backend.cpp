@@ -61,6 +61,7 @@ Result<std::unique_ptr<CudaBackend>> CudaBackend::create(int device, const std::
   st->name = "cuda-" + precision;
   st->use_graphs = !env_off("STEADYOCR_CUDA_GRAPHS");
   st->calibrate = !env_off("STEADYOCR_CUDA_CALIBRATE");
+  if (const char* d = std::getenv("STEADYOCR_CUDA_DEBUG_SYNC")) st->debug_sync = std::string(d) == "1";
   int count = 0;
   SO_GPU_CHECK(cudaGetDeviceCount(&count));
   if (device < 0 || device >= count) {

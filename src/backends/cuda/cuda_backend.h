@@ -20,7 +20,8 @@ struct BackendState {
   Precision precision = Precision::kF32;
   std::string name;  // "cuda-fp32" / "cuda-fp16"
   bool use_graphs = true;
-  bool calibrate = true;  // reduced precision: verify per layer on the first real input of each model
+  bool calibrate = true;    // reduced precision: verify per layer on the first real input of each model
+  bool debug_sync = false;  // STEADYOCR_CUDA_DEBUG_SYNC=1: synchronise and check after every step
   std::mutex mu;
   std::map<std::string, std::set<std::string>> f32_nodes;  // model signature -> nodes kept in fp32
 };

@@ -21,18 +21,30 @@ size_t round_up(size_t n, size_t g) {
   return (n + g - 1) / g * g;
 }
 
-uint64_t hash_bytes(const void* data, size_t n) {
-  // FNV-1a over 8-byte words (weights are a few MiB; this runs once per plan).
-  const auto* p = static_cast<const uint8_t*>(data);
-  uint64_t h = 1469598103934665603ull;
-  size_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    uint64_t w;
-    std::memcpy(&w, p + i, 8);
-    h = (h ^ w) * 1099511628211ull;
-  }
-  for (; i < n; ++i) h = (h ^ p[i]) * 1099511628211ull;
+constexpr size_t kMaxCachedPinned = size_t{512} << 20;
+
+uint64_t mix(uint64_t h) {
+  h ^= h >> 33;
+  h *= 0xff51afd7ed558ccdull;
+  h ^= h >> 33;
   return h;
+}
+
+// Content hash of weights (a few MiB per model; runs once per plan): four independent lanes over 8-byte words.
+uint64_t hash_bytes(const void* data, size_t n) {
+  const auto* p = static_cast<const uint8_t*>(data);
+  uint64_t h[4] = {0x9e3779b97f4a7c15ull, 0xc2b2ae3d27d4eb4full, 0x165667b19e3779f9ull, 0x27d4eb2f165667c5ull};
+  size_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    for (int l = 0; l < 4; ++l) {
+      uint64_t w;
+      std::memcpy(&w, p + i + 8 * l, 8);
+      h[l] = (h[l] ^ w) * 0x100000001b3ull + (h[l] >> 29);
+    }
+  }
+  uint64_t r = mix(h[0]) ^ mix(h[1] + 1) ^ mix(h[2] + 2) ^ mix(h[3] + 3) ^ n;
+  for (; i < n; ++i) r = (r ^ p[i]) * 0x100000001b3ull;
+  return mix(r);
 }
 
 }  // namespace
@@ -209,6 +221,14 @@ CudaDevice::~CudaDevice() {
 
 Result<DeviceMemoryPtr> CudaDevice::weight(const Tensor& t, DType dt) {
   if (!t.defined()) return internal_error("weight(): undefined tensor");
+  // Keyed on the source content, so a hit costs one hash and no conversion.
+  std::string key = fmt::format("{}>{}:{}:{:016x}", dtype_name(t.dtype()), dtype_name(dt), t.nbytes(),
+                                hash_bytes(t.raw(), t.nbytes()));
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = weights_.find(key);
+    if (it != weights_.end()) return it->second;
+  }
   std::vector<uint8_t> converted;
   const void* src = t.raw();
   size_t bytes = t.nbytes();
@@ -227,12 +247,6 @@ Result<DeviceMemoryPtr> CudaDevice::weight(const Tensor& t, DType dt) {
     }
     src = converted.data();
     bytes = converted.size();
-  }
-  std::string key = fmt::format("{}:{}:{:016x}", dtype_name(dt), bytes, hash_bytes(src, bytes));
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = weights_.find(key);
-    if (it != weights_.end()) return it->second;
   }
   ASSIGN_OR_RETURN(DeviceMemoryPtr m, pool_->allocate(bytes, "weights"));
   SO_GPU_CHECK(cudaMemcpy(m->ptr, src, bytes, cudaMemcpyHostToDevice));
@@ -287,9 +301,55 @@ bool CudaDevice::find_algo(const ConvAlgoKey& key, ConvAlgoChoice* out) const {
   return true;
 }
 
-void CudaDevice::store_algo(const ConvAlgoKey& key, const ConvAlgoChoice& c) {
+bool CudaDevice::find_algo_family(const std::string& family, ConvAlgoChoice* out) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = algo_families_.find(family);
+  if (it == algo_families_.end()) return false;
+  *out = it->second;
+  return true;
+}
+
+void CudaDevice::store_algo(const ConvAlgoKey& key, const std::string& family, const ConvAlgoChoice& c) {
   std::lock_guard<std::mutex> lock(mu_);
   algos_[key] = c;
+  algo_families_.emplace(family, c);
+}
+
+// ---- PinnedPool ------------------------------------------------------------------------------------------------
+
+PinnedPool::~PinnedPool() {
+  for (auto& [sz, p] : free_) cudaFreeHost(p);
+}
+
+Result<PinnedPtr> PinnedPool::get(size_t bytes) {
+  size_t want = round_up(std::max<size_t>(bytes, 1), kSmallGranule);
+  void* p = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = free_.lower_bound(want);
+    if (it != free_.end() && it->first <= 2 * want) {
+      want = it->first;
+      p = it->second;
+      free_bytes_ -= it->first;
+      free_.erase(it);
+    }
+  }
+  if (!p) SO_GPU_CHECK(cudaHostAlloc(&p, want, cudaHostAllocDefault));
+  auto self = shared_from_this();
+  return PinnedPtr(new PinnedBuffer{p, want}, [self](PinnedBuffer* b) { self->give_back(b); });
+}
+
+void PinnedPool::give_back(PinnedBuffer* b) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (free_bytes_ + b->bytes <= kMaxCachedPinned) {
+      free_.emplace(b->bytes, b->ptr);
+      free_bytes_ += b->bytes;
+      b->ptr = nullptr;
+    }
+  }
+  if (b->ptr) cudaFreeHost(b->ptr);
+  delete b;
 }
 
 size_t CudaDevice::weight_bytes() const {

@@ -56,6 +56,26 @@ class DevicePool : public std::enable_shared_from_this<DevicePool> {
   size_t in_use_ = 0, cached_bytes_ = 0;
 };
 
+// Page-locked host memory for uploads/downloads, recycled between plans (cudaHostAlloc costs milliseconds).
+struct PinnedBuffer {
+  void* ptr = nullptr;
+  size_t bytes = 0;
+};
+using PinnedPtr = std::shared_ptr<PinnedBuffer>;
+
+class PinnedPool : public std::enable_shared_from_this<PinnedPool> {
+ public:
+  ~PinnedPool();
+  // A buffer of at least `bytes`; it returns to the pool when the last holder lets go.
+  Result<PinnedPtr> get(size_t bytes);
+
+ private:
+  void give_back(PinnedBuffer* b);
+  std::mutex mu_;
+  std::multimap<size_t, void*> free_;
+  size_t free_bytes_ = 0;
+};
+
 // cuDNN + cuBLAS handles (one set per prepared plan at a time; reused after the plan goes away).
 struct Handles {
   cudnnHandle_t cudnn = nullptr;
@@ -80,6 +100,7 @@ class CudaDevice {
   ~CudaDevice();
   int index() const { return device_; }
   const std::shared_ptr<DevicePool>& pool() const { return pool_; }
+  const std::shared_ptr<PinnedPool>& pinned() const { return pinned_; }
 
   // The device copy of `t` converted to `dt` (f32 or f16 for floating tensors), shared between plans with the
   // same content (the passes produce equal folded weights for every shape bucket).
@@ -89,18 +110,23 @@ class CudaDevice {
   Result<Handles> acquire_handles();
   void release_handles(Handles h);
 
+  // Exact problem first; else the choice made for the same layer at another spatial size (`family`), which the
+  // caller verifies with a workspace query before use.
   bool find_algo(const ConvAlgoKey& key, ConvAlgoChoice* out) const;
-  void store_algo(const ConvAlgoKey& key, const ConvAlgoChoice& c);
+  bool find_algo_family(const std::string& family, ConvAlgoChoice* out) const;
+  void store_algo(const ConvAlgoKey& key, const std::string& family, const ConvAlgoChoice& c);
   size_t weight_bytes() const;
 
  private:
   int device_;
   std::shared_ptr<DevicePool> pool_;
+  std::shared_ptr<PinnedPool> pinned_ = std::make_shared<PinnedPool>();
   mutable std::mutex mu_;
   std::map<std::string, DeviceMemoryPtr> weights_;
   size_t weight_bytes_ = 0;
   std::vector<Handles> free_handles_;
   std::map<ConvAlgoKey, ConvAlgoChoice> algos_;
+  std::map<std::string, ConvAlgoChoice> algo_families_;
 };
 
 // Host-side float <-> half conversion (round to nearest even), for weights.

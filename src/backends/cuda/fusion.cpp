@@ -1,6 +1,8 @@
 // Elementwise chain fusion over the built steps: an elementwise step E whose accumulator reads a buffer that only
 // E reads, written by the program of an earlier step P (an elementwise step or a conv epilogue) over the same index
 // space, is appended to P's program; E's output becomes P's and the intermediate never reaches memory.
+// One forward pass with usage maps updated as steps merge (plans have hundreds of steps; this runs per bucket).
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -10,36 +12,31 @@ namespace steadyocr::cuda {
 namespace {
 
 struct Usage {
-  std::map<int, std::vector<int>> readers;  // buffer -> steps reading it
-  std::map<int, std::vector<int>> writers;
+  std::map<int, std::set<int>> readers;  // buffer -> steps reading it
+  std::map<int, std::set<int>> writers;
 };
 
-Usage scan(const std::vector<std::unique_ptr<Step>>& steps) {
-  Usage u;
+void add_step_usage(Usage& u, const Step& s, int index) {
   std::vector<BufRef> r, w;
-  for (int i = 0; i < static_cast<int>(steps.size()); ++i) {
-    if (!steps[i]) continue;
-    r.clear();
-    w.clear();
-    steps[i]->collect(&r, &w);
-    std::set<int> rs, ws;
-    for (const auto& x : r) rs.insert(x.buf);
-    for (const auto& x : w) ws.insert(x.buf);
-    for (int b : rs) u.readers[b].push_back(i);
-    for (int b : ws) u.writers[b].push_back(i);
-  }
-  return u;
+  s.collect(&r, &w);
+  for (const auto& x : r) u.readers[x.buf].insert(index);
+  for (const auto& x : w) u.writers[x.buf].insert(index);
+}
+
+void remove_step_usage(Usage& u, const Step& s, int index) {
+  std::vector<BufRef> r, w;
+  s.collect(&r, &w);
+  for (const auto& x : r) u.readers[x.buf].erase(index);
+  for (const auto& x : w) u.writers[x.buf].erase(index);
 }
 
 // Last step index (< limit) writing `buf`; -1 when none (graph input or weight).
 int last_writer_before(const Usage& u, int buf, int limit) {
-  int best = -1;
   auto it = u.writers.find(buf);
   if (it == u.writers.end()) return -1;
-  for (int i : it->second) {
-    if (i < limit) best = std::max(best, i);
-  }
-  return best;
+  auto w = it->second.lower_bound(limit);
+  if (w == it->second.begin()) return -1;
+  return *std::prev(w);
 }
 
 bool try_merge(EwProgram& p, const EwProgram& e) {
@@ -80,50 +77,47 @@ bool try_merge(EwProgram& p, const EwProgram& e) {
 }  // namespace
 
 int fuse_elementwise(std::vector<std::unique_ptr<Step>>& steps, const std::set<int>& pinned_buffers) {
+  Usage u;
+  for (int i = 0; i < static_cast<int>(steps.size()); ++i) add_step_usage(u, *steps[i], i);
   int fused = 0;
-  bool changed = true;
-  while (changed) {
-    changed = false;
-    Usage u = scan(steps);
-    for (int ei = 0; ei < static_cast<int>(steps.size()) && !changed; ++ei) {
-      if (!steps[ei] || !dynamic_cast<EwStep*>(steps[ei].get())) continue;
-      EwProgram* e = steps[ei]->program();
-      const int buf = e->inputs[e->acc_src].ref.buf;
-      if (pinned_buffers.count(buf)) continue;
-      auto wr = u.writers.find(buf);
-      if (wr == u.writers.end() || wr->second.size() != 1) continue;
-      const int pi = wr->second[0];
-      if (pi >= ei || !steps[pi]) continue;
-      // Only E reads the intermediate (besides P itself: a conv's epilogue reads the conv's raw output).
-      bool sole_reader = true;
-      for (int r : u.readers[buf]) sole_reader = sole_reader && (r == ei || r == pi);
-      if (!sole_reader) continue;
-      EwProgram* p = steps[pi]->program();
-      if (!p || !(p->out == e->inputs[e->acc_src].ref)) continue;
-      // E's other inputs must be ready when P runs.
-      bool ready = true;
-      for (size_t i = 0; i < e->inputs.size() && ready; ++i) {
-        if (static_cast<int>(i) == e->acc_src) continue;
-        ready = last_writer_before(u, e->inputs[i].ref.buf, ei) < pi;
-      }
-      if (!ready) continue;
-      EwProgram merged = *p;
-      if (!try_merge(merged, *e)) continue;
-      *p = merged;
-      std::string label = steps[pi]->label + " + " + steps[ei]->label;
-      steps[pi]->label = label;
-      steps[ei].reset();
-      ++fused;
-      changed = true;
+  for (int ei = 0; ei < static_cast<int>(steps.size()); ++ei) {
+    if (!steps[ei] || !dynamic_cast<EwStep*>(steps[ei].get())) continue;
+    EwProgram* e = steps[ei]->program();
+    const int buf = e->inputs[e->acc_src].ref.buf;
+    if (pinned_buffers.count(buf)) continue;
+    const auto& writers = u.writers[buf];
+    if (writers.size() != 1) continue;
+    const int pi = *writers.begin();
+    if (pi >= ei || !steps[pi]) continue;
+    // Only E reads the intermediate (besides P itself: a conv's epilogue reads the conv's raw output).
+    bool sole_reader = true;
+    for (int r : u.readers[buf]) sole_reader = sole_reader && (r == ei || r == pi);
+    if (!sole_reader) continue;
+    EwProgram* p = steps[pi]->program();
+    if (!p || !(p->out == e->inputs[e->acc_src].ref)) continue;
+    // E's other inputs must be ready when P runs.
+    bool ready = true;
+    for (size_t i = 0; i < e->inputs.size() && ready; ++i) {
+      if (static_cast<int>(i) == e->acc_src) continue;
+      ready = last_writer_before(u, e->inputs[i].ref.buf, ei) < pi;
     }
-    if (changed) {
-      std::vector<std::unique_ptr<Step>> kept;
-      for (auto& s : steps) {
-        if (s) kept.push_back(std::move(s));
-      }
-      steps = std::move(kept);
-    }
+    if (!ready) continue;
+    EwProgram merged = *p;
+    if (!try_merge(merged, *e)) continue;
+    remove_step_usage(u, *steps[pi], pi);
+    remove_step_usage(u, *steps[ei], ei);
+    *p = merged;
+    steps[pi]->label += " + " + steps[ei]->label;
+    steps[ei].reset();
+    add_step_usage(u, *steps[pi], pi);
+    ++fused;
   }
+  std::vector<std::unique_ptr<Step>> kept;
+  kept.reserve(steps.size());
+  for (auto& s : steps) {
+    if (s) kept.push_back(std::move(s));
+  }
+  steps = std::move(kept);
   return fused;
 }
 

@@ -8,7 +8,10 @@
 #include <set>
 
 #include "backends/cuda/check.h"
+#include "backends/cuda/ops/ops_util.h"
 #include "core/log.h"
+#include "core/metrics.h"
+#include "core/timer.h"
 
 namespace steadyocr::cuda {
 namespace {
@@ -272,15 +275,14 @@ Status PlanBuilder::finish_outputs() {
     if (taken.count(t.ref.buf) || plan_->buffers[t.ref.buf].kind == Plan::Buffer::Kind::kWeight || t.ref.offset) {
       DevTensor copy = t;
       copy.ref = BufRef{new_buffer(t.nbytes(), true), 0};
-      EwProgram p;
-      p.shape = t.shape;
-      p.inputs.push_back({t.ref, t.dtype, t.shape});
-      p.out = copy.ref;
-      p.out_dtype = t.dtype;
-      if (!is_float(t.dtype))
-        return unsupported(
-            fmt::format("graph output '{}' of type {} aliases another buffer", v->name, dtype_name(t.dtype)));
-      auto step = std::make_unique<EwStep>(std::move(p));
+      CopyStep::View view;
+      view.src = t.ref;
+      view.dst = copy.ref;
+      view.shape = t.shape.empty() ? Shape{1} : t.shape;
+      view.src_strides = shape_strides(view.shape);
+      view.dst_strides = view.src_strides;
+      auto step = std::make_unique<CopyStep>(static_cast<int>(dtype_size(t.dtype)));
+      step->add(std::move(view));
       step->label = fmt::format("Copy output '{}'", v->name);
       plan_->steps.push_back(std::move(step));
       t = copy;
@@ -308,17 +310,27 @@ Result<std::unique_ptr<Plan>> PlanBuilder::build() {
   }
   // The cuDNN workspace: one whole-run buffer sized after every step is known.
   plan_->workspace = BufRef{new_buffer(0, true), 0};
+  Stopwatch sw;
   ASSIGN_OR_RETURN(std::vector<const Node*> order, topo_order(graph_));
   for (const Node* n : order) RETURN_IF_ERROR(build_node(*n));
   RETURN_IF_ERROR(finish_outputs());
   plan_->buffers[plan_->workspace.buf].bytes = align_up(std::max<size_t>(plan_->workspace_bytes, 1));
+  const double build_ms = sw.elapsed_ms();
+  sw.reset();
   if (!options_.keep_all) {
     std::set<int> pinned;
     for (const auto& t : plan_->outputs) pinned.insert(t.ref.buf);
     for (const auto& t : plan_->inputs) pinned.insert(t.ref.buf);
     plan_->fused_nodes = fuse_elementwise(plan_->steps, pinned);
   }
+  const double fuse_ms = sw.elapsed_ms();
+  sw.reset();
   RETURN_IF_ERROR(place_and_bind());
+  if (!options_.keep_all) {
+    metrics::inc("steadyocr_cuda_prepare_ms_total", {{"phase", "build"}}, build_ms);
+    metrics::inc("steadyocr_cuda_prepare_ms_total", {{"phase", "fuse"}}, fuse_ms);
+    metrics::inc("steadyocr_cuda_prepare_ms_total", {{"phase", "place"}}, sw.elapsed_ms());
+  }
   return std::move(plan_);
 }
 

@@ -219,11 +219,11 @@ extern "C" __attribute__((visibility("default"))) const SteadyocrPluginApi* stea
     api.destroy_backend = destroy_backend;
     api.run_check = run_check_entry;
     api.set_fault = set_fault;
-    // Faults can also come from the environment, so a test harness can inject them into any process.
-    if (const char* f = std::getenv("STEADYOCR_FAULT")) {
+    // Plugin-level faults straight from the environment (the engine arms them through set_fault per call).
+    if (const char* f = std::getenv("STEADYOCR_CUDA_FAULT")) {
       steadyocr::Status s = steadyocr::cuda::faults::set_spec(f);
       if (!s.is_ok())
-        std::fprintf(stderr, "steadyocr cuda plugin: ignoring STEADYOCR_FAULT: %s\n", s.message().c_str());
+        std::fprintf(stderr, "steadyocr cuda plugin: ignoring STEADYOCR_CUDA_FAULT: %s\n", s.message().c_str());
     }
     return true;
   }();

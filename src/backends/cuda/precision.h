@@ -21,7 +21,8 @@ struct CalibrationResult {
 
 // Runs the graph once in fp32 and in fp16 (every value kept), compares each value, and moves to fp32 the nodes
 // whose output leaves fp16's safe range or whose error jumps well above their inputs' error; repeats until the
-// output matches fp32 (NMSE below 1e-4) or falls back to all-fp32. `start` = nodes already kept in fp32.
+// output matches fp32 (NMSE below 3e-4, or every value within 2e-3 x max(1, peak): probability maps) or falls
+// back to all-fp32. `start` = nodes already kept in fp32.
 Result<CalibrationResult> calibrate_precision(CudaDevice& dev, cudnnHandle_t cudnn, const ExecContext& ctx,
                                               const graph::Graph& g, const std::vector<Tensor>& inputs,
                                               const std::set<std::string>& start);

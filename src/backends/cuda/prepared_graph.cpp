@@ -13,24 +13,13 @@
 
 namespace steadyocr::cuda {
 
-PinnedBuffer::~PinnedBuffer() {
-  if (ptr) cudaFreeHost(ptr);
-}
-
-namespace {
-
-Result<std::unique_ptr<PinnedBuffer>> make_pinned(size_t bytes) {
-  auto p = std::make_unique<PinnedBuffer>();
-  p->bytes = std::max<size_t>(bytes, 1);
-  SO_GPU_CHECK(cudaHostAlloc(&p->ptr, p->bytes, cudaHostAllocDefault));
-  return p;
-}
-
-}  // namespace
-
-Status enqueue_plan(const Plan& plan, const ExecContext& ctx) {
+Status enqueue_plan(const Plan& plan, const ExecContext& ctx, bool sync_each) {
   for (const auto& s : plan.steps) {
     Status st = s->enqueue(ctx);
+    if (st.is_ok() && sync_each) {
+      cudaError_t e = cudaStreamSynchronize(ctx.stream);
+      if (e != cudaSuccess) st = gpu_status(e, "cudaStreamSynchronize after the step", __FILE__, __LINE__);
+    }
     if (!st.is_ok()) return st.with_context(s->label);
   }
   return Status::ok();
@@ -51,6 +40,7 @@ Status CudaPreparedGraph::init(const graph::Graph& g) {
   signature_ = model_signature(graph_);
   ASSIGN_OR_RETURN(handles_, dev.acquire_handles());
   SO_GPU_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+  for (auto& e : events_) SO_GPU_CHECK(cudaEventCreate(&e));
   SO_GPU_CHECK(cudnnSetStream(handles_.cudnn, stream_));
   SO_GPU_CHECK(cublasSetStream(handles_.cublas, stream_));
   SO_GPU_CHECK(cublasSetWorkspace(handles_.cublas, handles_.cublas_workspace->ptr, handles_.cublas_workspace->bytes));
@@ -71,7 +61,7 @@ Status CudaPreparedGraph::init(const graph::Graph& g) {
   PlanBuilder builder(dev, handles_.cudnn, graph_, opts);
   ASSIGN_OR_RETURN(plan_, builder.build());
   for (const DevTensor& t : plan_->inputs) {
-    ASSIGN_OR_RETURN(auto p, make_pinned(t.nbytes()));
+    ASSIGN_OR_RETURN(PinnedPtr p, dev.pinned()->get(t.nbytes()));
     pinned_in_.push_back(std::move(p));
   }
   pinned_out_.resize(plan_->outputs.size());
@@ -84,6 +74,9 @@ CudaPreparedGraph::~CudaPreparedGraph() {
   if (stream_) {
     cudaStreamSynchronize(stream_);
     cudaStreamDestroy(stream_);
+  }
+  for (auto& e : events_) {
+    if (e) cudaEventDestroy(e);
   }
   plan_.reset();
   if (state_ && state_->device && handles_.cudnn && !device_lost())
@@ -110,13 +103,38 @@ ExecContext CudaPreparedGraph::context(const Plan& plan) const {
 }
 
 Status CudaPreparedGraph::stage_inputs(const Plan& plan, const std::vector<Tensor>& inputs) {
+  Stopwatch sw;
+  SO_GPU_CHECK(cudaEventRecord(events_[0], stream_));
   for (size_t i = 0; i < inputs.size(); ++i) {
     const DevTensor& t = plan.inputs[i];
-    std::memcpy(pinned_in_[i]->ptr, inputs[i].raw(), t.nbytes());
-    SO_GPU_CHECK(
-        cudaMemcpyAsync(plan.bindings.ptr(t.ref), pinned_in_[i]->ptr, t.nbytes(), cudaMemcpyHostToDevice, stream_));
+    // Page-locked inputs go straight to the device; others through our pinned staging buffer (one host copy).
+    const void* src = inputs[i].raw();
+    cudaPointerAttributes attr{};
+    if (cudaPointerGetAttributes(&attr, src) != cudaSuccess || attr.type != cudaMemoryTypeHost) {
+      (void)cudaGetLastError();
+      std::memcpy(pinned_in_[i]->ptr, src, t.nbytes());
+      src = pinned_in_[i]->ptr;
+    }
+    SO_GPU_CHECK(cudaMemcpyAsync(plan.bindings.ptr(t.ref), src, t.nbytes(), cudaMemcpyHostToDevice, stream_));
   }
+  host_copy_ms_ = sw.elapsed_ms();
   return Status::ok();
+}
+
+void CudaPreparedGraph::record_stage_times() {
+  float h2d = 0, compute = 0, d2h = 0;
+  if (cudaEventElapsedTime(&h2d, events_[0], events_[1]) != cudaSuccess ||
+      cudaEventElapsedTime(&compute, events_[1], events_[2]) != cudaSuccess ||
+      cudaEventElapsedTime(&d2h, events_[2], events_[3]) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return;
+  }
+  const std::string& b = state_->name;
+  metrics::inc("steadyocr_cuda_stage_ms_total", {{"model", role_}, {"backend", b}, {"stage", "host_staging"}},
+               host_copy_ms_);
+  metrics::inc("steadyocr_cuda_stage_ms_total", {{"model", role_}, {"backend", b}, {"stage", "h2d"}}, h2d);
+  metrics::inc("steadyocr_cuda_stage_ms_total", {{"model", role_}, {"backend", b}, {"stage", "compute"}}, compute);
+  metrics::inc("steadyocr_cuda_stage_ms_total", {{"model", role_}, {"backend", b}, {"stage", "d2h"}}, d2h);
 }
 
 Status CudaPreparedGraph::rebuild(const std::set<std::string>& f32_nodes) {
@@ -215,16 +233,22 @@ Status CudaPreparedGraph::run_once(const std::vector<Tensor>& inputs, std::vecto
   ExecContext ctx = context(plan);
   ctx.inject_no_kernel_image = fault == faults::Kind::kNoKernelImage;
   ctx.inject_cudnn_not_supported = fault == faults::Kind::kCudnnNotSupported;
-  if (exec_ && fault == faults::Kind::kNone) {
+  // A bucket seen a second time is captured into a CUDA graph and replayed from then on; a bucket seen once
+  // never pays for the capture.
+  const bool graphs = fault == faults::Kind::kNone && state_->use_graphs && !state_->debug_sync && !graph_disabled_;
+  if (graphs && !exec_ && good_runs_ >= 1) capture();
+  SO_GPU_CHECK(cudaEventRecord(events_[1], stream_));
+  if (graphs && exec_) {
     SO_GPU_CHECK(cudaGraphLaunch(exec_, stream_));
   } else {
-    RETURN_IF_ERROR(enqueue_plan(plan, ctx));
+    RETURN_IF_ERROR(enqueue_plan(plan, ctx, state_->debug_sync));
   }
+  SO_GPU_CHECK(cudaEventRecord(events_[2], stream_));
   // Outputs land in pinned buffers handed to the caller as is; a buffer is reused only once the caller let go.
-  std::vector<std::shared_ptr<PinnedBuffer>> outs;
+  std::vector<PinnedPtr> outs;
   for (size_t i = 0; i < plan.outputs.size(); ++i) {
     const DevTensor& t = plan.outputs[i];
-    std::shared_ptr<PinnedBuffer> buf;
+    PinnedPtr buf;
     for (auto& b : pinned_out_[i]) {
       if (b.use_count() == 1) {
         buf = b;
@@ -232,24 +256,22 @@ Status CudaPreparedGraph::run_once(const std::vector<Tensor>& inputs, std::vecto
       }
     }
     if (!buf) {
-      ASSIGN_OR_RETURN(std::unique_ptr<PinnedBuffer> nb, make_pinned(t.nbytes()));
-      buf = std::shared_ptr<PinnedBuffer>(std::move(nb));
+      ASSIGN_OR_RETURN(buf, state_->device->pinned()->get(t.nbytes()));
       if (pinned_out_[i].size() < 4) pinned_out_[i].push_back(buf);
     }
     SO_GPU_CHECK(cudaMemcpyAsync(buf->ptr, plan.bindings.ptr(t.ref), t.nbytes(), cudaMemcpyDeviceToHost, stream_));
     outs.push_back(std::move(buf));
   }
+  SO_GPU_CHECK(cudaEventRecord(events_[3], stream_));
   SO_GPU_CHECK(cudaStreamSynchronize(stream_));
+  record_stage_times();
   outputs->clear();
   for (size_t i = 0; i < outs.size(); ++i) {
     const DevTensor& t = plan.outputs[i];
     void* data = outs[i]->ptr;
     outputs->push_back(Tensor::wrap(t.dtype, t.shape, data, std::shared_ptr<void>(outs[i], data)));
   }
-  if (fault == faults::Kind::kNone) {
-    ++good_runs_;
-    if (!exec_ && !graph_disabled_ && state_->use_graphs && good_runs_ >= 1) capture();
-  }
+  if (fault == faults::Kind::kNone) ++good_runs_;
   return Status::ok();
 }
 

@@ -15,12 +15,6 @@
 
 namespace steadyocr::cuda {
 
-struct PinnedBuffer {
-  void* ptr = nullptr;
-  size_t bytes = 0;
-  ~PinnedBuffer();
-};
-
 class CudaPreparedGraph final : public PreparedGraph {
  public:
   static Result<std::unique_ptr<PreparedGraph>> create(std::shared_ptr<BackendState> state, const graph::Graph& g);
@@ -36,6 +30,7 @@ class CudaPreparedGraph final : public PreparedGraph {
   Status ensure_precision(const std::vector<Tensor>& inputs);
   Status rebuild(const std::set<std::string>& f32_nodes);
   void capture();
+  void record_stage_times();
   void drop_graph();
   ExecContext context(const Plan& plan) const;
 
@@ -47,14 +42,17 @@ class CudaPreparedGraph final : public PreparedGraph {
   bool precision_settled_ = false;
   Handles handles_;
   cudaStream_t stream_ = nullptr;
+  cudaEvent_t events_[4] = {nullptr, nullptr, nullptr, nullptr};  // before h2d, compute, d2h, and after d2h
+  double host_copy_ms_ = 0;
   cudaGraphExec_t exec_ = nullptr;
   bool graph_disabled_ = false;
   int good_runs_ = 0;
-  std::vector<std::unique_ptr<PinnedBuffer>> pinned_in_;
-  std::vector<std::vector<std::shared_ptr<PinnedBuffer>>> pinned_out_;
+  std::vector<PinnedPtr> pinned_in_;
+  std::vector<std::vector<PinnedPtr>> pinned_out_;
 };
 
-// Enqueues every step of `plan` (eagerly) on ctx.stream; errors name the step.
-Status enqueue_plan(const Plan& plan, const ExecContext& ctx);
+// Enqueues every step of `plan` (eagerly) on ctx.stream; errors name the step. With sync_each, waits for each
+// step and checks it (STEADYOCR_CUDA_DEBUG_SYNC=1: attributes an asynchronous fault to its step).
+Status enqueue_plan(const Plan& plan, const ExecContext& ctx, bool sync_each = false);
 
 }  // namespace steadyocr::cuda

@@ -15,9 +15,16 @@ __device__ __forceinline__ double load_any(const void* p, Dt dt, int64_t i) {
     case Dt::kI32:
       return static_cast<const int32_t*>(p)[i];
     case Dt::kU8:
+    case Dt::kBool:
       return static_cast<const uint8_t*>(p)[i];
   }
   return 0;
+}
+
+__device__ __forceinline__ double saturate(double v, double lo, double hi) {
+  if (isnan(v)) return 0;
+  v = trunc(v);
+  return v < lo ? lo : (v > hi ? hi : v);
 }
 
 __device__ __forceinline__ void store_any(void* p, Dt dt, int64_t i, double v) {
@@ -28,13 +35,19 @@ __device__ __forceinline__ void store_any(void* p, Dt dt, int64_t i, double v) {
     case Dt::kF16:
       static_cast<__half*>(p)[i] = __float2half_rn(static_cast<float>(v));
       break;
-    case Dt::kI64:
-      static_cast<int64_t*>(p)[i] = static_cast<int64_t>(v);
+    case Dt::kI64: {
+      // 2^63 itself does not fit: it saturates to INT64_MAX.
+      const double s = saturate(v, -9.2233720368547758e18, 9.2233720368547758e18);
+      static_cast<int64_t*>(p)[i] = s >= 9.2233720368547758e18 ? INT64_MAX : static_cast<int64_t>(s);
       break;
+    }
     case Dt::kI32:
-      static_cast<int32_t*>(p)[i] = static_cast<int32_t>(v);
+      static_cast<int32_t*>(p)[i] = static_cast<int32_t>(saturate(v, -2147483648.0, 2147483647.0));
       break;
     case Dt::kU8:
+      static_cast<uint8_t*>(p)[i] = static_cast<uint8_t>(saturate(v, 0.0, 255.0));
+      break;
+    case Dt::kBool:
       static_cast<uint8_t*>(p)[i] = v != 0 ? 1 : 0;
       break;
   }

@@ -12,7 +12,7 @@ namespace steadyocr::cuda::k {
 constexpr int kMaxRank = 6;
 
 // Element types the kernels read and write.
-enum class Dt : uint8_t { kF32 = 0, kF16 = 1, kI64 = 2, kI32 = 3, kU8 = 4 };
+enum class Dt : uint8_t { kF32 = 0, kF16 = 1, kI64 = 2, kI32 = 3, kU8 = 4, kBool = 5 };
 
 // ---- elementwise programs (elementwise.cu) -------------------------------------------------------------------
 // An accumulator machine over one output index space: acc = load(in[acc_src]); then each instruction combines
@@ -79,7 +79,7 @@ struct CopyParams {
 };
 cudaError_t launch_strided_copy(const CopyParams& p, cudaStream_t stream);
 
-// ---- casts (cast.cu) -----------------------------------------------------------------------------------------
+// ---- casts (cast.cu): ONNX semantics, float -> integer truncates and saturates (NaN -> 0), -> bool is != 0 -------
 cudaError_t launch_cast(const void* src, Dt src_dt, void* dst, Dt dst_dt, int64_t n, cudaStream_t stream);
 
 // ---- resize (resize.cu): NCHW, on H and W ----------------------------------------------------------------------
@@ -135,7 +135,8 @@ cudaError_t launch_layernorm(const void* x, void* y, Dt dt, const float* scale, 
                              int64_t cols, float eps, cudaStream_t stream);
 
 // ---- statistics for precision calibration (stats.cu) ---------------------------------------------------------
-// Accumulates into out[4] (doubles, zeroed by the caller): sum(ref^2), sum((x-ref)^2), max|ref|, non-finite x.
+// Accumulates into out[5] (doubles, zeroed by the caller): sum(ref^2), sum((x-ref)^2), max|ref|, non-finite x,
+// max|x-ref|.
 // With ref == nullptr, ref := x (range only).
 cudaError_t launch_value_stats(const void* x, Dt x_dt, const void* ref, Dt ref_dt, int64_t n, double* out,
                                cudaStream_t stream);

@@ -17,7 +17,7 @@ __device__ __forceinline__ void atomic_max_double(double* addr, double v) {
 
 __global__ void stats_kernel(const void* x, Dt x_dt, const void* ref, Dt ref_dt, int64_t n, double* out) {
   __shared__ float scratch[kThreads / 32];
-  float energy = 0.f, err = 0.f, peak = 0.f, bad = 0.f;
+  float energy = 0.f, err = 0.f, peak = 0.f, bad = 0.f, worst = 0.f;
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     float a = load_as_float(x, x_dt, i);
@@ -29,16 +29,19 @@ __global__ void stats_kernel(const void* x, Dt x_dt, const void* ref, Dt ref_dt,
     energy += r * r;
     err += (a - r) * (a - r);
     peak = fmaxf(peak, fabsf(r));
+    worst = fmaxf(worst, fabsf(a - r));
   }
   energy = block_sum(energy, scratch);
   err = block_sum(err, scratch);
   bad = block_sum(bad, scratch);
   peak = block_max(peak, scratch);
+  worst = block_max(worst, scratch);
   if (threadIdx.x == 0) {
     atomicAdd(&out[0], static_cast<double>(energy));
     atomicAdd(&out[1], static_cast<double>(err));
     atomic_max_double(&out[2], static_cast<double>(peak));
     atomicAdd(&out[3], static_cast<double>(bad));
+    atomic_max_double(&out[4], static_cast<double>(worst));
   }
 }
 

@@ -37,6 +37,11 @@ std::string ConvProblem::key() const {
                      group);
 }
 
+std::string ConvProblem::family() const {
+  return fmt::format("{} {} c{} w{}x{}x{} p{},{} s{},{} d{},{} g{}", backward_data ? "bwd" : "fwd", dtype_name(dtype),
+                     c, k, kh, kw, pad_h, pad_w, stride_h, stride_w, dil_h, dil_w, group);
+}
+
 Status make_conv_descriptors(const ConvProblem& p, ConvDescriptors* d) {
   const cudnnDataType_t dt = cudnn_type(p.dtype);
   SO_GPU_CHECK(cudnnCreateTensorDescriptor(&d->x));
@@ -75,6 +80,25 @@ Result<ConvAlgoChoice> choose_conv_algo(CudaDevice& dev, cudnnHandle_t handle, c
   if (dev.find_algo(key, &choice)) {
     SO_GPU_CHECK(cudnnSetConvolutionMathType(d->conv, static_cast<cudnnMathType_t>(choice.math_type)));
     return choice;
+  }
+  // The same layer at another size: reuse its algorithm when cuDNN accepts it for this shape (no heuristics run).
+  if (dev.find_algo_family(p.family(), &choice)) {
+    size_t ws = 0;
+    cudnnStatus_t rc;
+    if (cudnnSetConvolutionMathType(d->conv, static_cast<cudnnMathType_t>(choice.math_type)) != CUDNN_STATUS_SUCCESS) {
+      rc = CUDNN_STATUS_BAD_PARAM;
+    } else if (!p.backward_data) {
+      rc = cudnnGetConvolutionForwardWorkspaceSize(handle, d->x, d->w, d->conv, d->y,
+                                                   static_cast<cudnnConvolutionFwdAlgo_t>(choice.algo), &ws);
+    } else {
+      rc = cudnnGetConvolutionBackwardDataWorkspaceSize(handle, d->w, d->y, d->conv, d->x,
+                                                        static_cast<cudnnConvolutionBwdDataAlgo_t>(choice.algo), &ws);
+    }
+    if (rc == CUDNN_STATUS_SUCCESS && ws <= kMaxWorkspace) {
+      choice.workspace = ws;
+      dev.store_algo(key, p.family(), choice);
+      return choice;
+    }
   }
   bool found = false;
   if (!p.backward_data) {
@@ -121,7 +145,7 @@ Result<ConvAlgoChoice> choose_conv_algo(CudaDevice& dev, cudnnHandle_t handle, c
     SO_GPU_CHECK(cudnnGetConvolutionBackwardDataWorkspaceSize(
         handle, d->w, d->y, d->conv, d->x, static_cast<cudnnConvolutionBwdDataAlgo_t>(choice.algo), &choice.workspace));
   }
-  dev.store_algo(key, choice);
+  dev.store_algo(key, p.family(), choice);
   metrics::inc("steadyocr_cuda_algo_selections_total", {{"kind", p.backward_data ? "deconv" : "conv"}});
   log::debug("cuda", "conv {}: algo {} math {} workspace {} B", p.key(), choice.algo, choice.math_type,
              choice.workspace);

@@ -30,6 +30,7 @@ struct ConvProblem {
   DType dtype = DType::kF32;
   bool backward_data = false;  // ConvTranspose: dy = the node's input, dx = its output
   std::string key() const;
+  std::string family() const;  // the same layer at any batch and spatial size
 };
 
 // Fills the descriptors (NCHW; fp16 data with fp32 accumulation when dtype is f16; no TF32 in fp32).

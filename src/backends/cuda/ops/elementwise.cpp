@@ -20,8 +20,9 @@ k::Dt to_kdt(DType t) {
     case DType::kI32:
       return k::Dt::kI32;
     case DType::kU8:
-    case DType::kBool:
       return k::Dt::kU8;
+    case DType::kBool:
+      return k::Dt::kBool;
     default:
       return k::Dt::kF32;
   }

@@ -5,6 +5,39 @@
 #include "backends/cuda/ops/ops_util.h"
 
 namespace steadyocr::cuda {
+namespace {
+
+// A constant scale/bias broadcast (NumPy rules, right-aligned) to the normalised shape, as fp32 on the device.
+Result<DevTensor> expanded_param(PlanBuilder& b, const graph::Value* v, const Shape& norm_shape) {
+  const int64_t cols = shape_numel(norm_shape);
+  if (shape_numel(v->shape) == cols) return b.input(v, DType::kF32);
+  if (!v->is_constant()) return unsupported("LayerNorm scale/bias that broadcast must be constant");
+  const Shape& s = v->constant.shape();
+  if (s.size() > norm_shape.size()) return invalid_argument("LayerNorm scale/bias of higher rank than normalised");
+  std::vector<float> src = v->constant.to_floats();
+  std::vector<int64_t> ss = shape_strides(s);
+  std::vector<float> full(static_cast<size_t>(cols));
+  const size_t r = norm_shape.size(), off = r - s.size();
+  for (int64_t j = 0; j < cols; ++j) {
+    int64_t rem = j, at = 0;
+    for (size_t d = r; d-- > 0;) {
+      const int64_t c = rem % norm_shape[d];
+      rem /= norm_shape[d];
+      if (d < off) continue;
+      const int64_t sd = s[d - off];
+      if (sd != 1 && sd != norm_shape[d]) return invalid_argument("LayerNorm scale/bias does not broadcast");
+      if (sd != 1) at += c * ss[d - off];
+    }
+    full[static_cast<size_t>(j)] = src[static_cast<size_t>(at)];
+  }
+  DevTensor t;
+  ASSIGN_OR_RETURN(t.ref, b.weight_floats(full));
+  t.dtype = DType::kF32;
+  t.shape = norm_shape;
+  return t;
+}
+
+}  // namespace
 
 Status build_layernorm(PlanBuilder& b, const graph::Node& n) {
   const auto& a = n.attr<graph::LayerNormAttrs>();

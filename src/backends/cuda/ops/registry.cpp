@@ -76,6 +76,22 @@ bool op_supported(const graph::Node& n, std::string* why) {
       if (!float_tensors_only(n)) return no("only float tensors");
       if (!rank_is(n.input(0), 4)) return no("only 2-D pooling (NCHW)");
       return true;
+    case OpKind::kLayerNorm: {
+      if (!float_tensors_only(n) || !n.input(0)) return no("only float tensors");
+      const Shape& xs = n.input(0)->shape;
+      int64_t axis = 0;
+      if (!normalize_axis(n.attr<graph::LayerNormAttrs>().axis, static_cast<int64_t>(xs.size()), &axis)) {
+        return no("axis out of range");
+      }
+      int64_t cols = 1;
+      for (size_t d = static_cast<size_t>(axis); d < xs.size(); ++d) cols *= xs[d];
+      for (size_t i = 1; i < 3; ++i) {
+        const graph::Value* p = n.input(i);
+        // Constants may broadcast (expanded on the host); a computed scale/bias must cover every element.
+        if (p && !p->is_constant() && shape_numel(p->shape) != cols) return no("computed scale/bias that broadcast");
+      }
+      return true;
+    }
     case OpKind::kReshape:
     case OpKind::kSqueeze:
     case OpKind::kUnsqueeze:
