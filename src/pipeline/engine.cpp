@@ -81,7 +81,7 @@ Status OcrEngine::qualify(const std::string& rung, std::string* reason, std::str
     runtime::SupervisorOptions so;
     so.name = rung;
     so.argv = {options_.worker_exe.empty() ? self_exe() : options_.worker_exe, "__worker",
-               engine_options_to_json(options_, rung)};
+               engine_options_to_json(options_, rung, rung == ladder_.rungs().front())};
     so.job_timeout_ms = options_.job_timeout_ms;
     // A fault spec applies to the first worker only unless marked persistent ('!'): a restarted worker
     // models a device that recovered.
@@ -104,7 +104,8 @@ Status OcrEngine::qualify(const std::string& rung, std::string* reason, std::str
     return Status::ok();
   }
   std::string summary;
-  auto p = build_rung_pipeline(backend_of_rung(rung), options_, options_.self_test, &summary);
+  auto p = build_rung_pipeline(backend_of_rung(rung), options_, options_.self_test, &summary,
+                               rung == ladder_.rungs().front());
   if (!p.is_ok()) {
     *reason = p.status().message().find("self-test") != std::string::npos ? "SELF_TEST_MISMATCH" : "LOAD_FAILED";
     return p.status();
@@ -132,6 +133,8 @@ Result<std::unique_ptr<OcrEngine>> OcrEngine::create(const EngineOptions& option
   }
   if (options.threads > 0) set_num_threads(options.threads);
   std::unique_ptr<OcrEngine> e(new OcrEngine(options, rungs));
+  e->ladder_.set_backoff(std::chrono::milliseconds(options.reprobe_backoff_ms),
+                         std::chrono::milliseconds(std::max(options.reprobe_backoff_ms, 300000)));
   struct Ruled {
     std::string rung, reason, detail, fix;
   };

@@ -31,6 +31,7 @@ struct EngineOptions {
   int worker_concurrency = 4;       // images in flight per worker
   bool self_test = true;            // compare each rung's model outputs with the reference before serving
   bool reprobe = true;              // re-probe degraded rungs in the background and climb back
+  int reprobe_backoff_ms = 5000;    // first re-probe delay (doubles up to 5 min)
   std::string worker_exe;           // binary serving as worker (default: this executable)
   std::vector<std::string> ladder;  // explicit rungs (tests use {"cpu-worker", "cpu"}); empty = default
 };
@@ -98,16 +99,19 @@ class OcrEngine {
 // Loads the models on `backend_name` (fault injection from $STEADYOCR_FAULT and out-of-memory recovery
 // included) and, when asked, checks each model's output against the reference backend on fixed inputs.
 // `self_test_summary` gets one line per model (NMSE and tolerance).
+// Faults ($STEADYOCR_FAULT) are injected only when `inject_faults`: the engine injects into its top rung, the
+// device whose failures are being simulated; the rungs below are the way out.
 Result<std::unique_ptr<Pipeline>> build_rung_pipeline(const std::string& backend_name, const EngineOptions& options,
-                                                      bool self_test, std::string* self_test_summary);
+                                                      bool self_test, std::string* self_test_summary,
+                                                      bool inject_faults);
 // Decodes and reads one encoded image.
 Result<OcrResult> process_image(const Pipeline& pipeline, const uint8_t* data, size_t size, const DecodeLimits& limits);
 // Worker entry point (`steadyocr __worker CONFIG_JSON`): builds the rung's pipeline and serves jobs.
 int worker_main(const std::string& config_json);
 
 // Engine options and results over the worker pipe.
-std::string engine_options_to_json(const EngineOptions& options, const std::string& rung);
-Result<EngineOptions> engine_options_from_json(const std::string& text, std::string* rung);
+std::string engine_options_to_json(const EngineOptions& options, const std::string& rung, bool inject_faults);
+Result<EngineOptions> engine_options_from_json(const std::string& text, std::string* rung, bool* inject_faults);
 std::string ocr_result_to_json(const OcrResult& r);
 Result<OcrResult> ocr_result_from_json(const std::string& text);
 

@@ -77,8 +77,13 @@ bool is_rung_failure(const Status& s) {
 }
 
 Result<std::unique_ptr<Pipeline>> build_rung_pipeline(const std::string& backend_name, const EngineOptions& options,
-                                                      bool self_test, std::string* self_test_summary) {
-  ASSIGN_OR_RETURN(std::shared_ptr<runtime::FaultInjector> injector, runtime::FaultInjector::from_env());
+                                                      bool self_test, std::string* self_test_summary,
+                                                      bool inject_faults) {
+  std::shared_ptr<runtime::FaultInjector> injector =
+      std::make_shared<runtime::FaultInjector>(std::vector<runtime::FaultRule>{});
+  if (inject_faults) {
+    ASSIGN_OR_RETURN(injector, runtime::FaultInjector::from_env());
+  }
   std::shared_ptr<Backend> backend;
   bool cuda = backend_name.rfind("cuda", 0) == 0;
   if (cuda) {
@@ -174,10 +179,11 @@ Result<OcrResult> ocr_result_from_json(const std::string& text) {
   return r;
 }
 
-std::string engine_options_to_json(const EngineOptions& o, const std::string& rung) {
+std::string engine_options_to_json(const EngineOptions& o, const std::string& rung, bool inject_faults) {
   const PipelineOptions& p = o.pipeline;
   return json{
       {"rung", rung},
+      {"inject_faults", inject_faults},
       {"models", {{"det", o.models.det}, {"rec", o.models.rec}, {"cls", o.models.cls}, {"dict", o.models.dict}}},
       {"mode", static_cast<int>(p.mode)},
       {"use_cls", p.use_cls},
@@ -192,12 +198,14 @@ std::string engine_options_to_json(const EngineOptions& o, const std::string& ru
       .dump();
 }
 
-Result<EngineOptions> engine_options_from_json(const std::string& text, std::string* rung) {
+Result<EngineOptions> engine_options_from_json(const std::string& text, std::string* rung, bool* inject_faults) {
   json j = json::parse(text, nullptr, false);
   if (j.is_discarded()) return invalid_argument("worker configuration is not JSON");
   EngineOptions o;
   try {
     *rung = j.at("rung").get<std::string>();
+    *inject_faults = j.value("inject_faults", false);
+    *inject_faults = j.value("inject_faults", false);
     auto& m = j.at("models");
     o.models = {m.at("det"), m.at("rec"), m.at("cls"), m.at("dict")};
     PipelineOptions& p = o.pipeline;
@@ -223,12 +231,13 @@ Result<EngineOptions> engine_options_from_json(const std::string& text, std::str
 
 int worker_main(const std::string& config_json) {
   std::string rung;
-  auto options = engine_options_from_json(config_json, &rung);
+  bool inject = false;
+  auto options = engine_options_from_json(config_json, &rung, &inject);
   if (!options.is_ok()) return runtime::refuse_worker(options.status());
   set_num_threads(options->threads);
   Stopwatch sw;
   std::string summary;
-  auto pipeline = build_rung_pipeline(backend_of_rung(rung), *options, options->self_test, &summary);
+  auto pipeline = build_rung_pipeline(backend_of_rung(rung), *options, options->self_test, &summary, inject);
   if (!pipeline.is_ok()) return runtime::refuse_worker(pipeline.status());
   json ready = {{"ready", true},
                 {"rung", rung},

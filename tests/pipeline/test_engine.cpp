@@ -1,0 +1,239 @@
+// The engine's ladder and fault recovery on CPU: the "cpu-worker" rung runs the oneDNN backend in a supervised
+// worker process (the same path a GPU rung takes), so CI drives every fault path without a GPU.
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "core/metrics.h"
+#include "pipeline/engine.h"
+#include "runtime/backend_registry.h"
+#include "test_util.h"
+
+namespace steadyocr::pipeline {
+namespace {
+
+std::vector<ImageJob> fixture_jobs() {
+  std::vector<ImageJob> jobs;
+  std::string dir = testing::source_dir() + "/tests/data/engine";
+  for (const char* f : {"doc_0000.jpg", "doc_0001.jpg", "doc_0002.jpg", "doc_0003.jpg"}) {
+    std::ifstream in(dir + "/" + f, std::ios::binary);
+    jobs.push_back({f, std::vector<uint8_t>(std::istreambuf_iterator<char>(in), {})});
+  }
+  return jobs;
+}
+
+bool have_cpu_backend() {
+  auto names = runtime::available_backends();
+  return std::find(names.begin(), names.end(), "cpu") != names.end();
+}
+
+EngineOptions options(std::vector<std::string> ladder) {
+  EngineOptions o;
+  o.models = model_paths_in(testing::models_dir());
+  o.ladder = std::move(ladder);
+  o.worker_exe = std::string(STEADYOCR_BINARY_DIR) + "/steadyocr";
+  o.job_timeout_ms = 20000;
+  o.threads = 2;
+  o.reprobe = false;
+  return o;
+}
+
+std::vector<std::string> texts(const EngineOutcome& o) {
+  std::vector<std::string> t;
+  for (auto& l : o.result.lines) t.push_back(l.text);
+  return t;
+}
+
+class Engine : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    SO_REQUIRE_MODELS();
+    if (!have_cpu_backend()) GTEST_SKIP() << "the oneDNN cpu backend is not in this build";
+    if (!testing::file_exists(std::string(STEADYOCR_BINARY_DIR) + "/steadyocr")) {
+      GTEST_SKIP() << "steadyocr binary not built (needed as the worker)";
+    }
+    ::unsetenv("STEADYOCR_FAULT");
+    jobs_ = fixture_jobs();
+  }
+  void TearDown() override { ::unsetenv("STEADYOCR_FAULT"); }
+
+  // Texts of a clean in-process run: what every faulty run must reproduce exactly.
+  static const std::vector<std::vector<std::string>>& clean() {
+    static std::vector<std::vector<std::string>> c = [] {
+      auto e = OcrEngine::create(options({"cpu"}));
+      EXPECT_TRUE(e.is_ok()) << e.status().to_string();
+      std::vector<std::vector<std::string>> out;
+      for (auto& o : (*e)->ocr_batch(fixture_jobs())) out.push_back(texts(o));
+      return out;
+    }();
+    return c;
+  }
+
+  void expect_same_as_clean(const std::vector<EngineOutcome>& got) {
+    ASSERT_EQ(got.size(), clean().size());
+    for (size_t i = 0; i < got.size(); ++i) {
+      EXPECT_TRUE(got[i].status.is_ok()) << jobs_[i].name << ": " << got[i].status.to_string();
+      EXPECT_EQ(texts(got[i]), clean()[i]) << jobs_[i].name;
+    }
+  }
+
+  std::vector<ImageJob> jobs_;
+};
+
+// Ground-truth lines of the fixtures (synth_docs.py labels), spaces removed (the recogniser drops some).
+std::vector<std::vector<std::string>> ground_truth() {
+  std::vector<std::vector<std::string>> gt;
+  std::ifstream in(testing::source_dir() + "/tests/data/engine/labels.txt");
+  for (std::string line; std::getline(in, line);) {
+    std::vector<std::string> texts;
+    for (auto& item : nlohmann::json::parse(line.substr(line.find('\t') + 1))) {
+      std::string t = item["transcription"];
+      t.erase(std::remove(t.begin(), t.end(), ' '), t.end());
+      texts.push_back(t);
+    }
+    gt.push_back(texts);
+  }
+  return gt;
+}
+
+TEST_F(Engine, CleanRunReadsTheDocuments) {
+  auto gt = ground_truth();
+  ASSERT_EQ(clean().size(), gt.size());
+  size_t total = 0, found = 0;
+  for (size_t i = 0; i < gt.size(); ++i) {
+    std::vector<std::string> got = clean()[i];
+    for (auto& t : got) t.erase(std::remove(t.begin(), t.end(), ' '), t.end());
+    for (auto& t : gt[i]) {
+      ++total;
+      found += std::find(got.begin(), got.end(), t) != got.end();
+    }
+  }
+  EXPECT_GE(found * 10, total * 8) << found << " of " << total << " ground-truth lines read exactly";
+  // Worker rung and in-process rung agree exactly.
+  auto e = OcrEngine::create(options({"cpu-worker", "cpu"}));
+  ASSERT_TRUE(e.is_ok()) << e.status().to_string();
+  EXPECT_EQ((*e)->current_backend(), "cpu-worker");
+  auto got = (*e)->ocr_batch(jobs_);
+  expect_same_as_clean(got);
+  for (auto& o : got) {
+    EXPECT_EQ(o.backend, "cpu-worker");
+    EXPECT_TRUE(o.events.empty());
+  }
+}
+
+TEST_F(Engine, StickyFaultMidRunKillsOnlyTheWorkerAndLosesNothing) {
+  ::setenv("STEADYOCR_FAULT", "sticky@det:3", 1);
+  auto e = OcrEngine::create(options({"cpu-worker", "cpu"}));
+  ASSERT_TRUE(e.is_ok()) << e.status().to_string();
+  auto got = (*e)->ocr_batch(jobs_);
+  expect_same_as_clean(got);
+  auto stats = (*e)->worker_stats()["cpu-worker"];
+  EXPECT_EQ(stats.worker_losses, 1u);
+  EXPECT_GE(stats.retries, 1u);
+  EXPECT_EQ((*e)->current_backend(), "cpu-worker");  // the restarted worker serves on: a transient fault
+  for (auto& o : got) EXPECT_EQ(o.backend, "cpu-worker");
+}
+
+TEST_F(Engine, DeviceThatStaysBadStepsDownVisiblyAndFinishesEveryImage) {
+  metrics::reset_for_testing();
+  ::setenv("STEADYOCR_FAULT", "sticky@det:2!", 1);  // every worker dies on its 2nd det call
+  auto e = OcrEngine::create(options({"cpu-worker", "cpu"}));
+  ASSERT_TRUE(e.is_ok()) << e.status().to_string();
+  auto got = (*e)->ocr_batch(jobs_);
+  expect_same_as_clean(got);
+  EXPECT_EQ((*e)->current_backend(), "cpu");
+  auto events = (*e)->events();
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].from, "cpu-worker");
+  EXPECT_EQ(events[0].to, "cpu");
+  EXPECT_EQ(events[0].reason, "DEVICE_FAULT");
+  EXPECT_EQ(
+      metrics::value("steadyocr_fallback_total", {{"from", "cpu-worker"}, {"to", "cpu"}, {"reason", "DEVICE_FAULT"}}),
+      1.0);
+  int on_cpu = 0;
+  for (auto& o : got) {
+    on_cpu += o.backend == "cpu";
+    EXPECT_EQ(o.events.size(), 1u);  // every result of this batch carries the step down
+  }
+  EXPECT_GE(on_cpu, 1);
+}
+
+TEST_F(Engine, HungWorkerIsKilledByTheWatchdogAndTheImageRetried) {
+  ::setenv("STEADYOCR_FAULT", "hang@rec:2", 1);
+  auto o = options({"cpu-worker", "cpu"});
+  o.job_timeout_ms = 4000;
+  auto e = OcrEngine::create(o);
+  ASSERT_TRUE(e.is_ok()) << e.status().to_string();
+  auto got = (*e)->ocr_batch(jobs_);
+  expect_same_as_clean(got);
+  auto stats = (*e)->worker_stats()["cpu-worker"];
+  EXPECT_EQ(stats.hangs, 1u);
+  EXPECT_EQ((*e)->current_backend(), "cpu-worker");
+}
+
+TEST_F(Engine, OutOfMemoryIsRecoveredBySplittingBatches) {
+  metrics::reset_for_testing();
+  ::setenv("STEADYOCR_FAULT", "oom_batch@rec", 1);
+  auto e = OcrEngine::create(options({"cpu"}));
+  ASSERT_TRUE(e.is_ok()) << e.status().to_string();
+  expect_same_as_clean((*e)->ocr_batch(jobs_));
+  EXPECT_GE(metrics::value("steadyocr_oom_recovered_total", {{"stage", "rec"}, {"how", "split"}}), 1.0);
+  EXPECT_TRUE((*e)->events().empty());
+}
+
+TEST_F(Engine, ClimbsBackWhenTheDegradedRungPassesItsReprobe) {
+  ::setenv("STEADYOCR_FAULT", "sticky@det:2!", 1);
+  auto o = options({"cpu-worker", "cpu"});
+  o.reprobe = true;
+  o.reprobe_backoff_ms = 200;
+  auto e = OcrEngine::create(o);
+  ASSERT_TRUE(e.is_ok()) << e.status().to_string();
+  expect_same_as_clean((*e)->ocr_batch(jobs_));
+  ASSERT_GE((*e)->events().size(), 1u);
+  EXPECT_EQ((*e)->events()[0].to, "cpu");
+  // The re-probe starts a fresh worker, which passes its self-test: the engine moves back up.
+  for (int i = 0; i < 300 && (*e)->events().size() < 2; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_EQ((*e)->current_backend(), "cpu-worker");
+  auto events = (*e)->events();
+  ASSERT_EQ(events.size(), 2u);
+  EXPECT_TRUE(events[1].climb);
+  EXPECT_EQ(events[1].from, "cpu");
+  EXPECT_EQ(events[1].to, "cpu-worker");
+  EXPECT_EQ(events[1].reason, "RECOVERED");
+}
+
+TEST_F(Engine, RequireGpuOnAMachineWithoutOneSaysWhy) {
+  auto o = options({});
+  o.require_gpu = true;
+  auto e = OcrEngine::create(o);
+  if (e.is_ok()) GTEST_SKIP() << "a GPU is usable here";
+  EXPECT_EQ(e.status().code(), StatusCode::kUnavailable);
+  EXPECT_NE(e.status().message().find("--require-gpu"), std::string::npos) << e.status().message();
+  EXPECT_NE(e.status().message().find("L1_"), std::string::npos) << e.status().message();
+}
+
+TEST_F(Engine, NoGpuHereMeansVisibleStartupFallbackToCpu) {
+  auto o = options({});
+  o.self_test = true;
+  auto e = OcrEngine::create(o);
+  ASSERT_TRUE(e.is_ok()) << e.status().to_string();
+  if ((*e)->current_backend().rfind("cuda", 0) == 0) GTEST_SKIP() << "a GPU is usable here";
+  EXPECT_EQ((*e)->current_backend(), "cpu");
+  auto events = (*e)->events();
+  ASSERT_EQ(events.size(), 2u);  // cuda-fp16 and cuda-fp32 ruled out, each with the doctor's finding
+  for (auto& ev : events) {
+    EXPECT_EQ(ev.to, "cpu");
+    EXPECT_EQ(ev.reason.rfind("L", 0), 0u) << ev.reason;  // a doctor code (L1_NO_DRIVER here)
+    EXPECT_FALSE(ev.fix.empty());
+  }
+}
+
+}  // namespace
+}  // namespace steadyocr::pipeline
