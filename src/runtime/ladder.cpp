@@ -153,7 +153,7 @@ void Ladder::reprobe_failed(const std::string& rung, const std::string& detail) 
   log::info("engine", "re-probe of {} failed ({}); next in {} s", rung, detail, r->backoff.count() / 1000.0);
 }
 
-void Ladder::set_backoff_for_testing(std::chrono::milliseconds first, std::chrono::milliseconds max) {
+void Ladder::set_backoff(std::chrono::milliseconds first, std::chrono::milliseconds max) {
   std::lock_guard<std::mutex> lock(mu_);
   first_backoff_ = first;
   max_backoff_ = max;

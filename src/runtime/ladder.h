@@ -48,7 +48,7 @@ class Ladder {
   std::vector<std::string> due_for_reprobe(std::chrono::steady_clock::time_point now) const;
   // Called when a re-probe of `rung` failed again: pushes its next probe further out.
   void reprobe_failed(const std::string& rung, const std::string& detail);
-  void set_backoff_for_testing(std::chrono::milliseconds first, std::chrono::milliseconds max);
+  void set_backoff(std::chrono::milliseconds first, std::chrono::milliseconds max);
 
  private:
   struct Rung {

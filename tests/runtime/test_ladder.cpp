@@ -29,7 +29,7 @@ TEST(Ladder, StartupFailuresAboveTheServingRungAreEvents) {
 TEST(Ladder, StepDownWhileServingThenClimbBack) {
   metrics::reset_for_testing();
   Ladder l({"gpu", "cpu"});
-  l.set_backoff_for_testing(std::chrono::milliseconds(20), std::chrono::milliseconds(80));
+  l.set_backoff(std::chrono::milliseconds(20), std::chrono::milliseconds(80));
   l.mark_healthy("gpu");
   l.mark_healthy("cpu");
   EXPECT_EQ(l.current(), "gpu");
