@@ -51,15 +51,11 @@ Status build_layernorm(PlanBuilder& b, const graph::Node& n) {
   int64_t rows = 1, cols = 1;
   for (int64_t d = 0; d < axis; ++d) rows *= x.shape[d];
   for (int64_t d = axis; d < rank; ++d) cols *= x.shape[d];
-  ASSIGN_OR_RETURN(DevTensor scale, b.input(n.input(1), DType::kF32));
-  if (scale.numel() != cols) {
-    return unsupported(
-        fmt::format("LayerNorm scale {} must cover the normalised {} elements", shape_str(scale.shape), cols));
-  }
+  const Shape norm_shape(x.shape.begin() + axis, x.shape.end());
+  ASSIGN_OR_RETURN(DevTensor scale, expanded_param(b, n.input(1), norm_shape));
   DevTensor bias;
   if (n.input(2)) {
-    ASSIGN_OR_RETURN(bias, b.input(n.input(2), DType::kF32));
-    if (bias.numel() != cols) return unsupported("LayerNorm bias must cover the normalised elements");
+    ASSIGN_OR_RETURN(bias, expanded_param(b, n.input(2), norm_shape));
   }
   ASSIGN_OR_RETURN(DevTensor y, b.output(n.output(), dt));
   struct Ptrs {
