@@ -19,6 +19,7 @@ struct DoctorArgs {
   int level = 4;
   bool json = false;
   bool env_only = false;
+  bool keep_going = false;
   std::string models;
   size_t gpu_mem_mb = 0;
   int device = 0;
@@ -47,6 +48,9 @@ Command add_doctor_command(CLI::App& root) {
   app->add_flag("--json", args->json, "Print the report as JSON (schema in docs/DOCTOR.md)");
   app->add_flag("--env", args->env_only,
                 "Print only the environment report (GPU, driver, CUDA, cuDNN, cuBLAS, glibc...)");
+  app->add_flag("--keep-going", args->keep_going,
+                "Judge layers 1-2 even when a layer below failed (to see every ABI problem at once); the exit "
+                "status still follows the chain, and layers 3-4 never run after a failure");
   app->add_option("--models", args->models, "Folder with the ONNX models: check every conv shape of them (layer 3)")
       ->check(CLI::ExistingDirectory);
   app->add_option("--gpu-mem", args->gpu_mem_mb, "Device memory budget in MB that layer 4 must be able to allocate");
@@ -97,6 +101,7 @@ Command add_doctor_command(CLI::App& root) {
     }
     doctor::DoctorOptions o;
     o.level = args->level;
+    o.keep_going = args->keep_going;
     o.device.device = args->device;
     o.device.models_dir = args->models;
     o.device.gpu_mem_budget_mb = args->gpu_mem_mb;

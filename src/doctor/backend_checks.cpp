@@ -87,22 +87,30 @@ std::vector<std::string> onnx_files(const std::string& dir) {
   return out;
 }
 
-// The shape a PP-OCR model is typically run at: det at det_size², rec at 48x320, cls at its fixed 48x192.
-Shape typical_input_shape(const graph::Value& in, int det_size) {
-  Shape s = in.shape;
+// The shape a PP-OCR model is typically run at, told apart by its output rank: det (a [N,1,H,W] map) at
+// det_size², rec ([N,T,C] logits) at 48x320, cls ([N,2]) at 48x192. Fixed dimensions the model declares win.
+}  // namespace
+
+Shape typical_input_shape(const graph::Graph& g, int det_size) {
+  Shape s = g.inputs().empty() ? Shape{} : g.inputs()[0]->shape;
   if (s.size() != 4) return s;
+  size_t out_rank = g.outputs().empty() ? 0 : g.outputs()[0]->shape.size();
+  bool text_line = out_rank == 2 || out_rank == 3;  // cls or rec; anything else is treated as det
+  int64_t h = text_line ? 48 : det_size;
+  int64_t w = out_rank == 2 ? 192 : out_rank == 3 ? 320 : det_size;
   if (s[0] <= 0) s[0] = 1;
   if (s[1] <= 0) s[1] = 3;
-  bool text_line = s[2] == 48;
-  if (s[2] <= 0) s[2] = det_size;
-  if (s[3] <= 0) s[3] = text_line ? 320 : det_size;
+  if (s[2] <= 0) s[2] = h;
+  if (s[3] <= 0) s[3] = w;
   return s;
 }
+
+namespace {
 
 Result<graph::Graph> load_specialised(const std::string& path, int det_size, Shape* shape) {
   ASSIGN_OR_RETURN(graph::Graph g, graph::import_onnx(path));
   if (g.inputs().size() != 1) return invalid_argument("expected one input, found " + std::to_string(g.inputs().size()));
-  *shape = typical_input_shape(*g.inputs()[0], det_size);
+  *shape = typical_input_shape(g, det_size);
   RETURN_IF_ERROR(graph::specialize(g, {*shape}));
   RETURN_IF_ERROR(graph::optimize(g));
   return g;

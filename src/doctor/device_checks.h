@@ -51,6 +51,10 @@ ChildCheckResult check_backend_ops(const PluginFacts& plugin, const nlohmann::js
 ChildCheckResult check_model_convs(const PluginFacts& plugin, const nlohmann::json& args);
 ChildCheckResult check_backend_workers(const PluginFacts& plugin, const nlohmann::json& args);
 
+// The input shape a PP-OCR model is typically run at, told apart by its output rank: det ([N,1,H,W]) at
+// det_size x det_size, rec ([N,T,C]) at 48x320, cls ([N,2]) at 48x192; dimensions the model fixes are kept.
+Shape typical_input_shape(const graph::Graph& model, int det_size);
+
 // Maps a backend error to a finding code: L3_NO_KERNEL_IMAGE, L3_CUDNN_NOT_SUPPORTED, L3_STICKY_FAULT,
 // L3_OUT_OF_MEMORY, L3_CUDNN_FAILED, L3_CUBLAS_FAILED or L3_CUDA_ERROR.
 std::string code_for_backend_error(const Status& status);

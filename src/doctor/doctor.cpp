@@ -28,7 +28,7 @@ DoctorReport run_doctor(const DoctorOptions& options) {
     layer.level = level;
     if (level > options.level) {
       layer.not_run_reason = "above the requested --level " + std::to_string(options.level);
-    } else if (!stop_reason.empty()) {
+    } else if (!stop_reason.empty() && !(options.keep_going && level <= 2)) {
       layer.not_run_reason = stop_reason;
     } else {
       switch (level) {
@@ -47,7 +47,7 @@ DoctorReport run_doctor(const DoctorOptions& options) {
       }
       for (auto& c : layer.checks) annotate(c, kb);
       layer.status = summarize_layer(layer.checks);
-      if (!layer_ok(layer.status)) {
+      if (!layer_ok(layer.status) && stop_reason.empty()) {
         stop_reason = "layer " + std::to_string(level) + " (" + layer_name(level) + ") " +
                       (layer.status == LayerStatus::kFail ? "failed" : "could not be verified");
       }

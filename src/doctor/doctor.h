@@ -14,7 +14,8 @@ namespace steadyocr::doctor {
 constexpr int kDoctorSchemaVersion = 1;
 
 struct DoctorOptions {
-  int level = 4;  // highest layer to run (1-4)
+  int level = 4;            // highest layer to run (1-4)
+  bool keep_going = false;  // judge layers 1-2 even after a failure below them (never layers 3-4)
   DeviceCheckOptions device;
 };
 

@@ -67,6 +67,20 @@ std::string missing_library_from_dlerror(const std::string& error) {
   return error.substr(start, pos - start);
 }
 
+std::string rejected_library_from_dlerror(const std::string& error) {
+  if (error.find("cannot open shared object file") != std::string::npos) return "";
+  // "<file>.so[.N]: <reason>": the last file named before a reason is the one the loader refused.
+  size_t colon = error.rfind(": ");
+  while (colon != std::string::npos && colon > 0) {
+    size_t start = error.rfind(' ', colon - 1);
+    start = start == std::string::npos ? 0 : start + 1;
+    std::string file = error.substr(start, colon - start);
+    if (file.find(".so") != std::string::npos) return file;
+    colon = colon > 0 ? error.rfind(": ", colon - 1) : std::string::npos;
+  }
+  return "";
+}
+
 std::string undefined_symbol_from_dlerror(const std::string& error) {
   static const std::string kMarker = "undefined symbol: ";
   size_t pos = error.find(kMarker);

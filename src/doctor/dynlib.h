@@ -32,6 +32,9 @@ std::string dirname_of(const std::string& path);
 // From a dlerror text, the library the loader could not find ("libcudnn.so.9: cannot open shared object
 // file ..." -> "libcudnn.so.9"); empty when the error is of another kind.
 std::string missing_library_from_dlerror(const std::string& error);
+// From a dlerror text of another kind ("/x/libcudnn.so.9: file too short", "...: invalid ELF header"), the
+// library the loader rejected; or "".
+std::string rejected_library_from_dlerror(const std::string& error);
 // From a dlerror text, the undefined symbol ("... undefined symbol: cudnnFoo" -> "cudnnFoo"); or "".
 std::string undefined_symbol_from_dlerror(const std::string& error);
 

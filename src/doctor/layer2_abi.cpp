@@ -23,8 +23,12 @@ CheckResult check_plugin(const PluginFacts& p) {
   }
   ev["plugin_path"] = p.path;
   if (!p.loaded) {
-    ev["missing_library"] = p.missing_library.empty() ? "(none named)" : p.missing_library;
-    std::string why = p.missing_library.empty() ? p.dlopen_error : p.missing_library + " is missing";
+    ev["missing_library"] = !p.missing_library.empty()    ? p.missing_library
+                            : !p.rejected_library.empty() ? p.rejected_library + " (found but rejected)"
+                                                          : "(none named)";
+    std::string why = !p.missing_library.empty()    ? p.missing_library + " is missing"
+                      : !p.rejected_library.empty() ? p.rejected_library + " cannot be loaded: " + p.dlopen_error
+                                                    : p.dlopen_error;
     if (!p.undefined_symbol.empty())
       why += " (undefined symbol " + p.undefined_symbol + ": a library older than built)";
     return finding(2, "plugin", CheckStatus::kFail, "PLUGIN_DLOPEN_FAILED", "cannot load " + p.path + ": " + why, ev);

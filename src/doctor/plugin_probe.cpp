@@ -179,6 +179,7 @@ PluginFacts probe_plugin() {
     if (!lib.ok()) {
       f.dlopen_error = lib.error;
       f.missing_library = missing_library_from_dlerror(lib.error);
+      f.rejected_library = rejected_library_from_dlerror(lib.error);
       f.undefined_symbol = undefined_symbol_from_dlerror(lib.error);
       return f;
     }
@@ -238,6 +239,7 @@ nlohmann::json to_json(const PluginFacts& f) {
   j["loaded"] = f.loaded;
   if (!f.dlopen_error.empty()) j["dlopen_error"] = f.dlopen_error;
   if (!f.missing_library.empty()) j["missing_library"] = f.missing_library;
+  if (!f.rejected_library.empty()) j["rejected_library"] = f.rejected_library;
   if (!f.undefined_symbol.empty()) j["undefined_symbol"] = f.undefined_symbol;
   if (f.loaded) {
     j["api_version"] = f.api_version;

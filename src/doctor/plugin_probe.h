@@ -36,7 +36,7 @@ struct PluginFacts {
   bool found = false;
   std::string path;
   bool loaded = false;
-  std::string dlopen_error, missing_library, undefined_symbol;
+  std::string dlopen_error, missing_library, rejected_library, undefined_symbol;
   bool api_ok = false;
   std::string api_problem;
   uint32_t api_version = 0;

@@ -183,6 +183,52 @@ TEST(DoctorCli, HumanTable) {
   EXPECT_NE(r.child.out.find("Verdict:"), std::string::npos);
 }
 
+TEST(DoctorCli, KeepGoingJudgesLayerTwoWithoutADriver) {
+  REQUIRE_BINARY();
+  if (have_driver()) GTEST_SKIP() << "this machine has an NVIDIA driver";
+  if (!open_library("libcudnn.so.9").ok()) GTEST_SKIP() << "no cuDNN 9 on this machine";
+  DoctorRun r = doctor({"--json", "--level", "2", "--keep-going"});
+  ASSERT_FALSE(r.json.is_discarded()) << r.child.out;
+  EXPECT_EQ(r.child.exit_code, 1);  // the chain still fails at layer 1
+  EXPECT_EQ(r.json["passed_level"], 0);
+  const auto& l2 = r.json["layers"][1];
+  EXPECT_NE(l2["status"], "not_run");
+  bool cudnn_seen = false;
+  for (const auto& c : l2["checks"]) {
+    if (c["check"] != "cudnn") continue;
+    cudnn_seen = true;
+    EXPECT_EQ(c["evidence"]["soname"], "libcudnn.so.9");
+    EXPECT_TRUE(c["evidence"]["loaded"].get<bool>());
+  }
+  EXPECT_TRUE(cudnn_seen) << l2.dump(1);
+}
+
+// cuDNN made unloadable for one process: /dev/null bound over every libcudnn.so.9 in a private mount namespace.
+TEST(DoctorCli, CudnnHiddenFailsThePluginAndNamesTheLibrary) {
+  REQUIRE_BINARY();
+  if (have_driver()) GTEST_SKIP() << "this machine has an NVIDIA driver";
+  LoadedLib cudnn = open_library("libcudnn.so.9");
+  if (!cudnn.ok()) GTEST_SKIP() << "no cuDNN 9 on this machine";
+  if (!path_exists(std::string(STEADYOCR_BINARY_DIR) + "/libsteadyocr_cuda.so"))
+    GTEST_SKIP() << "the CUDA plugin is not built here";
+  std::string script = "mount --bind /dev/null '" + cudnn.realpath + "' || exit 97; exec '" + binary() +
+                       "' doctor --json --level 2 --keep-going";
+  ChildResult c = run_child({"/usr/bin/unshare", "-m", "/bin/sh", "-c", script}, 60000);
+  if (!c.started || c.exit_code == 97 || c.out.empty())
+    GTEST_SKIP() << "cannot make a private mount namespace here (needs root): " << c.err;
+  nlohmann::json j = nlohmann::json::parse(c.out, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << c.out;
+  const nlohmann::json* missing = find_code(j, "L2_CUDNN_MISSING");
+  ASSERT_NE(missing, nullptr) << j["layers"][1].dump(1);
+  const nlohmann::json* plugin = find_code(j, "PLUGIN_DLOPEN_FAILED");
+  ASSERT_NE(plugin, nullptr) << j["layers"][1].dump(1);
+  EXPECT_NE(plugin->at("evidence")["missing_library"].get<std::string>().find("libcudnn.so.9"), std::string::npos)
+      << plugin->dump(1);
+  // The plugin could not load, yet what it was built against is read from the file.
+  EXPECT_EQ(j["environment"]["build"]["built_with_source"], "file marker");
+  EXPECT_EQ(j["environment"]["build"]["cudnn"], "9.19.0");
+}
+
 // ---- GPU machine only: the full chain and each injected failure.
 
 TEST(DoctorCliGpu, AllLevelsPass) {

@@ -4,10 +4,13 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "doctor/device_checks.h"
 #include "doctor/dynlib.h"
 #include "doctor/knowledge_base.h"
 #include "doctor/layers.h"
 #include "doctor/versions.h"
+#include "graph/onnx_import.h"
+#include "test_util.h"
 
 namespace steadyocr::doctor {
 namespace {
@@ -376,6 +379,24 @@ TEST(DoctorDynlib, DlerrorParsing) {
   EXPECT_EQ(undefined_symbol_from_dlerror("/x/libsteadyocr_cuda.so: undefined symbol: cudnnGetLastErrorString"),
             "cudnnGetLastErrorString");
   EXPECT_EQ(missing_library_from_dlerror("some other error"), "");
+  EXPECT_EQ(rejected_library_from_dlerror("/usr/local/cuda/lib64/libcudnn.so.9: file too short"),
+            "/usr/local/cuda/lib64/libcudnn.so.9");
+  EXPECT_EQ(rejected_library_from_dlerror("libcudnn.so.9: cannot open shared object file: No such file"), "");
+}
+
+TEST(DoctorModels, TypicalShapesPerModelKind) {
+  SO_REQUIRE_MODELS();
+  struct Case {
+    const char* file;
+    Shape shape;
+  };
+  for (const Case& c :
+       {Case{"ch_PP-OCRv4_det_infer.onnx", {1, 3, 640, 640}}, Case{"ch_PP-OCRv4_rec_infer.onnx", {1, 3, 48, 320}},
+        Case{"ch_ppocr_mobile_v2.0_cls_infer.onnx", {1, 3, 48, 192}}}) {
+    auto g = graph::import_onnx(::steadyocr::testing::models_dir() + "/" + c.file);
+    ASSERT_TRUE(g.is_ok()) << g.status().to_string();
+    EXPECT_EQ(typical_input_shape(*g, 640), c.shape) << c.file;
+  }
 }
 
 TEST(DoctorReport, ChainAndExitCode) {

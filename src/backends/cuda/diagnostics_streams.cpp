@@ -26,6 +26,11 @@ struct Workers {
   std::vector<std::string> errors;
   std::vector<std::string> error_codes;
   std::vector<double> ms;
+  std::vector<std::string> phase;  // what each worker is doing, so a hang report says where it stopped
+  void enter(int id, const char* what) {
+    std::lock_guard<std::mutex> lock(mu);
+    phase[id] = what;
+  }
 };
 
 // One worker: its own stream and cuDNN handle; `iterations` rounds of axpy + convolution on that stream; then
@@ -37,6 +42,7 @@ void worker(std::shared_ptr<Workers> st, int id, int device, int iterations, int
     if (error.empty()) error = what, code = c;
   };
   cudaStream_t stream = nullptr;
+  st->enter(id, "creating its stream");
   cudaError_t e = cudaSetDevice(device);
   if (e == cudaSuccess) e = cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
   if (e != cudaSuccess) fail("stream: " + error_text(e), is_sticky(e) ? "L3_STICKY_FAULT" : "L4_STREAM_ERROR");
@@ -53,6 +59,7 @@ void worker(std::shared_ptr<Workers> st, int id, int device, int iterations, int
     cudaMemsetAsync(flag.as<int>(), 0, sizeof(int), stream);
     cudaStreamSynchronize(stream);
     // Fault: a kernel that spins (bounded) so this stream never drains before the watchdog fires.
+    st->enter(id, "kernels on its own stream, then cudaStreamSynchronize");
     if (id == 0 && hang_ms > 0) e = k::launch_spin(flag.as<int>(), static_cast<uint64_t>(hang_ms), stream);
     for (int i = 0; i < iterations && e == cudaSuccess; ++i)
       e = launch_axpy(1.f, x.as<float>(), y.as<float>(), kN, stream);
@@ -71,6 +78,7 @@ void worker(std::shared_ptr<Workers> st, int id, int device, int iterations, int
   }
   if (error.empty()) {
     // A cuDNN convolution from this thread, concurrently with the others.
+    st->enter(id, "cuDNN convolution (its allocations and synchronisation wait for every stream on the device)");
     ConvShape p;
     p.c = 8, p.k = 16, p.h = p.w = 48;
     auto cx = random_floats(static_cast<size_t>(p.c) * p.h * p.w, 10 + id);
@@ -84,6 +92,7 @@ void worker(std::shared_ptr<Workers> st, int id, int device, int iterations, int
       if (c.non_finite || c.nmse > 1e-5) fail(fmt::format("cuDNN conv nmse {:.3g}", c.nmse), "L4_CONCURRENCY_MISMATCH");
     }
   }
+  st->enter(id, "releasing its stream and buffers");
   if (stream) cudaStreamDestroy(stream);
   std::lock_guard<std::mutex> lock(st->mu);
   st->errors[id] = error;
@@ -115,6 +124,7 @@ Outcome check_streams(const json& args) {
   st->errors.assign(workers, "");
   st->error_codes.assign(workers, "");
   st->ms.assign(workers, 0.0);
+  st->phase.assign(workers, "not started");
   auto t0 = Clock::now();
   for (int w = 0; w < workers; ++w) std::thread(worker, st, w, device, iterations, hang_ms).detach();
   std::unique_lock<std::mutex> lock(st->mu);
@@ -124,10 +134,16 @@ Outcome check_streams(const json& args) {
   Outcome o;
   if (!all) {
     std::vector<int> stuck;
-    for (int w = 0; w < workers; ++w)
-      if (!st->done[w]) stuck.push_back(w);
+    json stuck_in = json::object();
+    for (int w = 0; w < workers; ++w) {
+      if (st->done[w]) continue;
+      stuck.push_back(w);
+      stuck_in[std::to_string(w)] = st->phase[w];
+    }
     ev["stuck"] = stuck.size();
     ev["stuck_workers"] = stuck;
+    ev["stuck_in"] = stuck_in;
+    if (hang) ev["injected_into"] = "worker 0 (a spinning kernel on its stream)";
     o.status = "fail";
     o.code = "L4_STREAM_HANG";
     o.summary = fmt::format("{} of {} workers (own stream each) still running after {} ms{}", stuck.size(), workers,
