@@ -3,11 +3,12 @@
 # cuDNN installs, and the failures reproduced through the environment (hidden devices, the toolkit's stub
 # libcuda, cuDNN missing). Results are appended as they come (a run cut short still returns what it has).
 #
-# Here: build, then pack the doctor binary (steadyocr-doctor: the same `doctor` command without the OCR
-# pipeline, whose OpenCV/GDAL libraries would not fit the 64 MiB transfer; pack build/steadyocr instead where
-# they fit), the plugin and the models:
+# Here: build, then pack the doctor binary, the plugin and the models. steadyocr-doctor is the same `doctor`
+# command without the OCR pipeline (whose OpenCV/GDAL libraries do not fit the 64 MiB transfer with the plain
+# bundler); the full binary works too when packed with scripts/slim_bundle.py (bin/steadyocr is preferred):
 #   cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release && ninja -C build steadyocr-doctor steadyocr_cuda
 #   ../shared/tools/device-bundle.sh .devbundle build/steadyocr-doctor build/libsteadyocr_cuda.so -- models/
+#   (or: scripts/slim_bundle.py .devbundle build/steadyocr build/libsteadyocr_cuda.so -- models)
 # On the device (repo root, carry [".devbundle"]):
 #   scripts/device_doctor.sh      # -> $OUT (the device tool) or ./doctor-out: summary.txt, doctor_outputs.tar
 set -u
