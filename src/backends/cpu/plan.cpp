@@ -537,6 +537,12 @@ Status CpuPlan::run(const std::vector<Tensor>& inputs, std::vector<Tensor>* outp
   return Status::ok();
 }
 
+std::vector<std::string> CpuPlan::step_labels() const {
+  std::vector<std::string> v;
+  for (const Step& s : steps_) v.push_back(s.op->describe());
+  return v;
+}
+
 void CpuPlan::print_profile() const {
   std::string in;
   for (const auto& s : input_shapes_) in += shape_str(s) + " ";

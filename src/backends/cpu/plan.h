@@ -167,6 +167,8 @@ class CpuPlan : public PreparedGraph {
   ~CpuPlan() override;
 
   Status run(const std::vector<Tensor>& inputs, std::vector<Tensor>* outputs) override;
+  // One line per step ("conv 3x3/1 ... +hardswish"), in run order: what fused where, for tests and debugging.
+  std::vector<std::string> step_labels() const;
   // Activation + scratchpad bytes a run takes from the pool.
   size_t workspace_bytes() const override { return total_bytes_; }
 
