@@ -142,8 +142,8 @@ Result<CalibrationResult> calibrate_precision(CudaDevice& dev, cudnnHandle_t cud
       res.f16_nodes = 0;
       for (const auto& [name, f16] : low->node_is_f16) res.f16_nodes += f16 ? 1 : 0;
       res.summary = fmt::format("{} nodes in fp16, {} kept in fp32{}{}; output vs fp32: NMSE {:.2g}, max diff {:.2g}",
-                                res.f16_nodes, res.f32_nodes.size(), reasons.empty() ? "" : " (moved: ",
-                                fmt::join(reasons, ", "), out_nmse, out_diff);
+                                res.f16_nodes, res.f32_nodes.size(),
+                                reasons.empty() ? "" : " (moved: ", fmt::join(reasons, ", "), out_nmse, out_diff);
       if (!reasons.empty()) res.summary += ")";
       return res;
     }
@@ -168,9 +168,10 @@ Result<CalibrationResult> calibrate_precision(CudaDevice& dev, cudnnHandle_t cud
   res.all_f32 = true;
   res.f16_nodes = 0;
   for (const auto& n : g.nodes()) res.f32_nodes.insert(n->name);
-  res.summary = fmt::format("reduced precision missed the bar (output NMSE {:.2g} > {:.0e}, and values off by more "
-                            "than 2e-3 of their range); the model runs in fp32",
-                            res.output_nmse, kOutputNmse);
+  res.summary = fmt::format(
+      "reduced precision missed the bar (output NMSE {:.2g} > {:.0e}, and values off by more "
+      "than 2e-3 of their range); the model runs in fp32",
+      res.output_nmse, kOutputNmse);
   log::warn("cuda", "{}", res.summary);
   return res;
 }

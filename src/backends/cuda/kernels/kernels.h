@@ -82,6 +82,17 @@ cudaError_t launch_strided_copy(const CopyParams& p, cudaStream_t stream);
 // ---- casts (cast.cu): ONNX semantics, float -> integer truncates and saturates (NaN -> 0), -> bool is != 0 -------
 cudaError_t launch_cast(const void* src, Dt src_dt, void* dst, Dt dst_dt, int64_t n, cudaStream_t stream);
 
+// ---- depthwise convolution (depthwise.cu): NCHW, one filter per channel, weights in the data type -------------
+struct DepthwiseParams {
+  const void* x = nullptr;
+  const void* w = nullptr;  // [C, 1, kh, kw]
+  void* y = nullptr;
+  Dt dt = Dt::kF32;
+  int n = 0, c = 0, h = 0, w_in = 0, oh = 0, ow = 0;
+  int kh = 1, kw = 1, sh = 1, sw = 1, pad_t = 0, pad_l = 0, dil_h = 1, dil_w = 1;
+};
+cudaError_t launch_depthwise(const DepthwiseParams& p, cudaStream_t stream);
+
 // ---- resize (resize.cu): NCHW, on H and W ----------------------------------------------------------------------
 struct ResizeParams {
   const void* x = nullptr;

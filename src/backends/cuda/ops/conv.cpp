@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "backends/cuda/check.h"
+#include "backends/cuda/ops/conv_util.h"
 #include "backends/cuda/ops/cudnn_util.h"
 #include "backends/cuda/ops/ops.h"
 #include "backends/cuda/ops/ops_util.h"
@@ -104,6 +105,9 @@ Status build_conv(PlanBuilder& b, const graph::Node& n) {
   const graph::Value* xv = n.input(0);
   const graph::Value* wv = n.input(1);
   const graph::Value* yv = n.output();
+  bool handled = false;
+  RETURN_IF_ERROR(build_conv_without_cudnn(b, n, &handled));
+  if (handled) return Status::ok();
   const DType dt = b.compute_type(n);
   auto step = std::make_unique<ConvStep>();
   ConvProblem& p = step->problem;
@@ -148,29 +152,7 @@ Status build_conv(PlanBuilder& b, const graph::Node& n) {
   ASSIGN_OR_RETURN(DevTensor y, b.output(yv, dt));
   step->y_raw = y;
 
-  EwProgram& e = step->epilogue;
-  e.shape = yv->shape;
-  e.inputs.push_back({y.ref, y.dtype, y.shape});
-  if (const graph::Value* bias = n.input(2)) {
-    ASSIGN_OR_RETURN(DevTensor bt, b.input(bias, DType::kF32));
-    e.inputs.push_back({bt.ref, DType::kF32, Shape{1, p.k, 1, 1}});
-    k::EwInstr add;
-    add.op = k::EwOp::kAdd;
-    add.src = static_cast<int8_t>(e.inputs.size() - 1);
-    e.instrs.push_back(add);
-  }
-  if (const graph::Value* res = n.input(3)) {
-    ASSIGN_OR_RETURN(DevTensor rt, b.input_any(res));
-    e.inputs.push_back({rt.ref, rt.dtype, rt.shape});
-    k::EwInstr add;
-    add.op = k::EwOp::kAdd;
-    add.src = static_cast<int8_t>(e.inputs.size() - 1);
-    e.instrs.push_back(add);
-  }
-  k::EwInstr act;
-  if (activation_instr(a.act, &act)) e.instrs.push_back(act);
-  e.out = y.ref;
-  e.out_dtype = y.dtype;
+  RETURN_IF_ERROR(build_conv_epilogue(b, n, y, p.k, a.act, &step->epilogue));
   b.add_step(std::move(step), &n);
   return Status::ok();
 }

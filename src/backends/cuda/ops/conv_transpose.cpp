@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "backends/cuda/check.h"
+#include "backends/cuda/ops/conv_util.h"
 #include "backends/cuda/ops/cudnn_util.h"
 #include "backends/cuda/ops/ops.h"
 #include "backends/cuda/ops/ops_util.h"
@@ -141,21 +142,7 @@ Status build_conv_transpose(PlanBuilder& b, const graph::Node& n) {
     step->y_full.shape = {p.n, p.c, p.h, p.w};
     step->y_full.ref = b.scratch(step->y_full.nbytes());
   }
-  EwProgram& e = step->epilogue;
-  e.shape = yv->shape;
-  e.inputs.push_back({y.ref, y.dtype, y.shape});
-  if (const graph::Value* bias = n.input(2)) {
-    ASSIGN_OR_RETURN(DevTensor bt, b.input(bias, DType::kF32));
-    e.inputs.push_back({bt.ref, DType::kF32, Shape{1, p.c, 1, 1}});
-    k::EwInstr add;
-    add.op = k::EwOp::kAdd;
-    add.src = static_cast<int8_t>(e.inputs.size() - 1);
-    e.instrs.push_back(add);
-  }
-  k::EwInstr act;
-  if (activation_instr(a.act, &act)) e.instrs.push_back(act);
-  e.out = y.ref;
-  e.out_dtype = y.dtype;
+  RETURN_IF_ERROR(build_conv_epilogue(b, n, y, p.c, a.act, &step->epilogue));
   b.add_step(std::move(step), &n);
   return Status::ok();
 }

@@ -1,0 +1,20 @@
+// Shared by the convolution builders: the fused epilogue (bias + residual + activation) and the paths that skip
+// cuDNN.
+#pragma once
+
+#include "backends/cuda/plan.h"
+#include "backends/cuda/plan_builder.h"
+#include "graph/ir.h"
+
+namespace steadyocr::cuda {
+
+// Fills `e` with y = act(y + bias[c] + residual) over y's index space (acc = y, written back in place).
+Status build_conv_epilogue(PlanBuilder& b, const graph::Node& n, const DevTensor& y, int64_t channels,
+                           const graph::Activation& act, EwProgram* e);
+
+// Depthwise convolutions (own kernel) and pointwise 1x1 ones (cuBLAS GEMM) run without cuDNN: cuDNN builds an
+// execution plan on the first call of every new shape (tens of ms per shape bucket), these need none. Sets
+// *handled when it took the node. STEADYOCR_CUDA_OWN_CONV=0 sends every convolution to cuDNN.
+Status build_conv_without_cudnn(PlanBuilder& b, const graph::Node& n, bool* handled);
+
+}  // namespace steadyocr::cuda
