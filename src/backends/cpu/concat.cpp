@@ -6,6 +6,7 @@
 
 #include "backends/cpu/dnnl_op.h"
 #include "backends/cpu/ops.h"
+#include "core/parallel.h"
 
 namespace steadyocr::cpu {
 namespace {
@@ -38,6 +39,54 @@ class ConcatCopyOp : public CpuOp {
   size_t elem_;
 };
 
+// Channel concat of rank-4 inputs in channels-last or channel-blocked layouts into a channels-last output:
+// per pixel, each input contributes runs of up to one block of contiguous channels. (oneDNN 2.6 falls back
+// to its reference concat when blocked inputs do not fill whole blocks, e.g. the det head's 4 x 24 channels.)
+class ChannelConcatOp : public CpuOp {
+ public:
+  struct Input {
+    int buf;
+    int64_t channels, block;  // block 0: channels-last
+  };
+  ChannelConcatOp(std::vector<Input> ins, int out, int64_t n, int64_t hw, int64_t total)
+      : ins_(std::move(ins)), out_(out), n_(n), hw_(hw), total_(total) {}
+  Status run(RunContext& ctx) override {
+    std::vector<const float*> src;
+    for (const Input& in : ins_) src.push_back(ctx.f32(in.buf));
+    float* out = ctx.f32(out_);
+    parallel_for(
+        n_ * hw_,
+        [&](int64_t b, int64_t e) {
+          for (int64_t p = b; p < e; ++p) {
+            const int64_t n = p / hw_, q = p % hw_;
+            float* o = out + p * total_;
+            for (size_t i = 0; i < ins_.size(); ++i) {
+              const Input& in = ins_[i];
+              if (in.block == 0) {
+                std::memcpy(o, src[i] + p * in.channels, static_cast<size_t>(in.channels) * sizeof(float));
+              } else {
+                const int64_t cb = (in.channels + in.block - 1) / in.block;
+                for (int64_t k = 0; k < cb; ++k) {
+                  const int64_t run = std::min(in.block, in.channels - k * in.block);
+                  std::memcpy(o + k * in.block, src[i] + ((n * cb + k) * hw_ + q) * in.block,
+                              static_cast<size_t>(run) * sizeof(float));
+                }
+              }
+              o += in.channels;
+            }
+          }
+        },
+        256);
+    return Status::ok();
+  }
+  std::string describe() const override { return fmt::format("channel concat x{} -> nhwc", ins_.size()); }
+
+ private:
+  std::vector<Input> ins_;
+  int out_;
+  int64_t n_, hw_, total_;
+};
+
 }  // namespace
 
 Status build_concat(PlanBuilder& b, const graph::Node& n) {
@@ -60,6 +109,37 @@ Status build_concat(PlanBuilder& b, const graph::Node& n) {
     b.set_home(y, out);
     return Status::ok();
   }
+  if (y->dtype == DType::kF32 && rank == 4 && axis == 1) {
+    // Blocked inputs that do not fill whole blocks: our channel concat into channels-last.
+    bool ragged = false;
+    for (const graph::Value* v : ins) {
+      ASSIGN_OR_RETURN(int h, b.home(v));
+      const LayoutKind k = layout_kind(b.buffer(h).md);
+      ragged = ragged || (k.kind == LayoutKind::kChannelBlocked && v->shape[1] % k.block != 0);
+    }
+    if (ragged) {
+      std::vector<ChannelConcatOp::Input> cins;
+      std::vector<int> bufs;
+      for (const graph::Value* v : ins) {
+        ASSIGN_OR_RETURN(int h, b.home(v));
+        Md md = b.buffer(h).md;
+        LayoutKind k = layout_kind(md);
+        if (k.kind != LayoutKind::kChannelBlocked && k.kind != LayoutKind::kChannelsLast) {
+          md = Md(to_dims(v->shape), Dt::f32, Tag::acdb);
+          k.kind = LayoutKind::kChannelsLast;
+        }
+        ASSIGN_OR_RETURN(int buf, b.in_layout(v, md));
+        cins.push_back({buf, v->shape[1], k.kind == LayoutKind::kChannelBlocked ? k.block : 0});
+        bufs.push_back(buf);
+      }
+      int out = b.new_buffer(DType::kF32, y->shape, Md(to_dims(y->shape), Dt::f32, Tag::acdb), y->name);
+      b.add_step(
+          std::make_unique<ChannelConcatOp>(std::move(cins), out, y->shape[0], y->shape[2] * y->shape[3], y->shape[1]),
+          bufs, {out}, &n);
+      b.set_home(y, out);
+      return Status::ok();
+    }
+  }
   if (y->dtype == DType::kF32) {
     std::vector<Md> mds;
     std::vector<int> bufs;
@@ -71,9 +151,17 @@ Status build_concat(PlanBuilder& b, const graph::Node& n) {
       mds.push_back(md);
       bufs.push_back(buf);
     }
-    // The output in the first input's layout when that layout fits it, else plain.
-    Md dst = same_layout(mds[0], to_dims(y->shape));
-    if (dst.get_size() == 0) dst = plain_md(y->shape);
+    // Channel-blocked inputs whose channel counts fill whole blocks concatenate into the same layout (plain
+    // block copies); otherwise channels-last (one strided copy per input); other cases plain.
+    Md dst = plain_md(y->shape);
+    const LayoutKind k0 = layout_kind(mds[0]);
+    if (rank == 4 && axis == 1 && k0.kind == LayoutKind::kChannelBlocked) {
+      bool aligned = true;
+      for (const graph::Value* v : ins) aligned = aligned && v->shape[1] % k0.block == 0;
+      dst = aligned ? same_layout(mds[0], to_dims(y->shape)) : Md(to_dims(y->shape), Dt::f32, Tag::acdb);
+    } else if (rank == 4 && k0.kind == LayoutKind::kChannelsLast) {
+      dst = Md(to_dims(y->shape), Dt::f32, Tag::acdb);
+    }
     dnnl::concat::primitive_desc pd;
     RETURN_IF_ERROR(dnnl_try("concat into " + shape_str(y->shape), [&] {
       pd = dnnl::concat::primitive_desc(dst, static_cast<int>(axis), mds, cpu_engine(), base_attr());

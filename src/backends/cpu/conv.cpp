@@ -61,27 +61,54 @@ Status build_conv(PlanBuilder& b, const graph::Node& n) {
       last = po.status();
       continue;
     }
-    // Channel-blocked activations first (few input channels: the first layer reads its plain input as is),
-    // then whatever oneDNN prefers.
+    // The input's own channels-last layout (no reorder), then channel-blocked activations (few input
+    // channels: the first layer reads its plain input as is), then whatever oneDNN prefers. A reference
+    // (non-JIT) implementation is taken only when nothing else exists.
     const Md blocked_dst(dst_d, Dt::f32, conv_blocked_tag());
     const Md blocked_src = ic >= 8 ? Md(src_d, Dt::f32, conv_blocked_tag()) : Md(src_d, Dt::f32, Tag::any);
-    std::vector<std::pair<Md, Md>> choices{{blocked_src, blocked_dst},
-                                           {Md(src_d, Dt::f32, Tag::any), Md(dst_d, Dt::f32, Tag::any)}};
+    std::vector<std::pair<Md, Md>> choices;
+    ASSIGN_OR_RETURN(int x_home, b.home(x));
+    if (layout_kind(b.buffer(x_home).md).kind == LayoutKind::kChannelsLast) {
+      choices.push_back({b.buffer(x_home).md, Md(dst_d, Dt::f32, Tag::acdb)});
+    }
     if (e->residual) {
       ASSIGN_OR_RETURN(int r, b.home(e->residual));
-      if (b.buffer(r).md.dims() == dst_d) choices.insert(choices.begin(), {blocked_src, b.buffer(r).md});
+      if (b.buffer(r).md.dims() == dst_d) choices.push_back({blocked_src, b.buffer(r).md});
     }
+    choices.push_back({blocked_src, blocked_dst});
+    choices.push_back({Md(src_d, Dt::f32, Tag::any), Md(dst_d, Dt::f32, Tag::any)});
+    dnnl::convolution_forward::primitive_desc fallback;
+    bool found = false, have_fallback = false;
+    Status err = unsupported("no convolution implementation");
     for (const auto& [src_md, dst_md] : choices) {
-      last = dnnl_try("convolution " + shape_str(x->shape) + " -> " + shape_str(y->shape), [&] {
+      dnnl::convolution_forward::primitive_desc cand;
+      Status st = dnnl_try("convolution " + shape_str(x->shape) + " -> " + shape_str(y->shape), [&] {
         auto attr = base_attr();
         attr.set_post_ops(po.value());
         dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
                                           src_md, Md(w_d, Dt::f32, Tag::any), bias ? bias_md : Md(), dst_md, strides,
                                           dil, pad_l, pad_r);
-        pd = dnnl::convolution_forward::primitive_desc(d, attr, cpu_engine());
+        cand = dnnl::convolution_forward::primitive_desc(d, attr, cpu_engine());
       });
-      if (last.is_ok()) break;
+      if (!st.is_ok()) {
+        err = st;
+        continue;
+      }
+      if (std::string(cand.impl_info_str()).find("ref") == std::string::npos) {
+        pd = cand;
+        found = true;
+        break;
+      }
+      if (!have_fallback) {
+        fallback = cand;
+        have_fallback = true;
+      }
     }
+    if (!found && have_fallback) {
+      pd = fallback;
+      found = true;
+    }
+    last = found ? Status::ok() : err;
     if (last.is_ok()) {
       used = e;
       args = std::move(try_args);

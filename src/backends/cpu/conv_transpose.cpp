@@ -1,124 +1,147 @@
 // ConvTranspose on oneDNN's deconvolution, with the epilogue (bias add, BatchNorm, activations) fused.
 #include <fmt/format.h>
 
+#include <cstring>
+
 #include "backends/cpu/dnnl_op.h"
 #include "backends/cpu/fusion.h"
 #include "backends/cpu/ops.h"
 #include "backends/cpu/weight_cache.h"
+#include "core/parallel.h"
 
 namespace steadyocr::cpu {
 namespace {
 
 // ConvTranspose whose kernel equals its stride (no pads, dilation, groups or output padding): the DB head's
-// 2x2/2 upsampling. Every input pixel owns one kh x kw output block, so it is kh GEMMs
-// [N*H*W, IC] x [IC, kw*OC], each writing its output rows straight into the channels-last output through a
-// strided destination. (oneDNN 2.6 runs this shape as a backward convolution about 50x slower.)
-class DeconvGemmOp : public CpuOp {
+// 2x2/2 upsampling. Every input pixel owns one kh x kw output block, so it is a 1x1 convolution to
+// kh*kw*OC channels (oneDNN, channels-last, epilogue fused) followed by a pixel shuffle that moves each
+// pixel's kh*kw groups of OC values into place. (oneDNN 2.6 runs this shape as a backward convolution,
+// about 50x slower; a strided GEMM was still 4x slower for the 1-channel output.)
+class PixelShuffleOp : public CpuOp {
  public:
-  DeconvGemmOp(std::string label, dnnl::matmul::primitive_desc pd, std::vector<DnnlArgs> rows)
-      : label_(std::move(label)), pd_(std::move(pd)), rows_(std::move(rows)) {
-    label_ += std::string(" ") + pd_.impl_info_str();
-  }
-  Status bind(const RunContext& ctx) override {
-    RETURN_IF_ERROR(dnnl_try("creating matmul " + label_, [&] { prim_ = dnnl::matmul(pd_); }));
-    for (auto& r : rows_) RETURN_IF_ERROR(r.bind(ctx, pd_.scratchpad_desc()));
-    return Status::ok();
-  }
+  // src: [N*H*W, kh*kw*OC] channels-last; dst: [N, OH, OW, OC] channels-last (plain when OC == 1).
+  PixelShuffleOp(int src, int dst, int64_t nh, int64_t w, int64_t kh, int64_t kw, int64_t oc)
+      : src_(src), dst_(dst), nh_(nh), w_(w), kh_(kh), kw_(kw), oc_(oc) {}
   Status run(RunContext& ctx) override {
-    for (auto& r : rows_) RETURN_IF_ERROR(r.execute(ctx, prim_, label_.c_str()));
+    const float* s = ctx.f32(src_);
+    float* d = ctx.f32(dst_);
+    const int64_t run = kw_ * oc_, r = kh_ * run, ow = w_ * kw_;
+    parallel_for(
+        nh_ * kh_,
+        [&](int64_t b, int64_t e) {
+          for (int64_t row = b; row < e; ++row) {
+            const int64_t hh = row / kh_, i = row % kh_;
+            shuffle_row(s + hh * w_ * r + i * run, d + row * ow * oc_, w_, run, r);
+          }
+        },
+        std::max<int64_t>(1, 16384 / std::max<int64_t>(ow * oc_, 1)));
     return Status::ok();
   }
-  std::string describe() const override { return label_; }
-  size_t scratchpad_bytes() const override { return pd_.scratchpad_desc().get_size(); }
+  std::string describe() const override { return fmt::format("pixel shuffle {}x{} x{} channels", kh_, kw_, oc_); }
 
  private:
-  std::string label_;
-  dnnl::matmul::primitive_desc pd_;
-  dnnl::matmul prim_;
-  std::vector<DnnlArgs> rows_;
+  // dst[w*run + k] = src[w*stride + k]: `w` runs of `run` floats gathered from a stride.
+  static void shuffle_row(const float* __restrict src, float* __restrict dst, int64_t w, int64_t run, int64_t stride) {
+    if (run == 2) {
+      for (int64_t x = 0; x < w; ++x) {
+        dst[2 * x] = src[x * stride];
+        dst[2 * x + 1] = src[x * stride + 1];
+      }
+      return;
+    }
+    for (int64_t x = 0; x < w; ++x)
+      std::memcpy(dst + x * run, src + x * stride, static_cast<size_t>(run) * sizeof(float));
+  }
+
+  int src_, dst_;
+  int64_t nh_, w_, kh_, kw_, oc_;
 };
 
-// Per-channel post-op constants repeated for the kw output columns of a GEMM row block.
-Epilogue tile_channels(const Epilogue& e, int64_t kw) {
+// Per-channel post-op constants repeated for the kh*kw output positions of the 1x1 convolution's channels.
+Epilogue tile_channels(const Epilogue& e, int64_t times) {
   Epilogue t = e;
   for (PostOp& p : t.ops) {
     if (p.kind != PostOp::kBinary) continue;
     const int64_t c = p.channel.numel();
-    std::vector<float> src = p.channel.to_floats(), v(static_cast<size_t>(c * kw));
-    for (int64_t j = 0; j < kw; ++j) std::copy(src.begin(), src.end(), v.begin() + j * c);
-    p.channel = Tensor::from_floats({c * kw}, v);
+    std::vector<float> src = p.channel.to_floats(), v(static_cast<size_t>(c * times));
+    for (int64_t j = 0; j < times; ++j) std::copy(src.begin(), src.end(), v.begin() + j * c);
+    p.channel = Tensor::from_floats({c * times}, v);
   }
   return t;
 }
 
-Result<bool> build_deconv_gemm(PlanBuilder& b, const graph::Node& n, const Epilogue& full, const Epilogue& base) {
+Result<bool> build_block_upsample(PlanBuilder& b, const graph::Node& n, const Epilogue& full, const Epilogue& base) {
   const graph::Value* x = n.input(0);
   const graph::Value* w = n.input(1);
   const graph::Value* bias = n.input(2);
   const graph::Value* y = n.output();
   const int64_t batch = x->shape[0], ic = x->shape[1], h = x->shape[2], wd = x->shape[3];
-  const int64_t oc = y->shape[1], kh = w->shape[2], kw = w->shape[3], ow = y->shape[3];
-  const Md x_md(to_dims(x->shape), Dt::f32, ic == 1 ? Tag::abcd : Tag::acdb);
+  const int64_t oc = y->shape[1], kh = w->shape[2], kw = w->shape[3], r = kh * kw * oc;
+  const Dims src_d = to_dims(x->shape), mid_d{batch, r, h, wd};
+  const Md mid_md(mid_d, Dt::f32, Tag::acdb);
   const Md y_md(to_dims(y->shape), Dt::f32, oc == 1 ? Tag::abcd : Tag::acdb);
-  const Md src_md({batch * h, wd, ic}, Dt::f32, Dims{wd * ic, ic, 1});
-  const Md dst_md({batch * h, wd, kw * oc}, Dt::f32, Dims{kh * ow * oc, kw * oc, 1});
-  const Md bias_md({1, 1, kw * oc}, Dt::f32, Tag::abc);
+  const Md bias_md({r}, Dt::f32, Tag::a);
+  ASSIGN_OR_RETURN(int home, b.home(x));
+  Md src_md = b.buffer(home).md;
+  if (layout_kind(src_md).kind == LayoutKind::kOther) src_md = Md(src_d, Dt::f32, Tag::any);
 
-  dnnl::matmul::primitive_desc pd;
-  DnnlArgs tmpl;
+  dnnl::convolution_forward::primitive_desc pd;
+  DnnlArgs args;
   const Epilogue* used = nullptr;
-  for (const Epilogue* e : {&full, &base}) {
-    DnnlArgs try_args;
-    Epilogue tiled = tile_channels(*e, kw);
-    auto po = make_post_ops(b, tiled, 3, 2, try_args);
-    if (!po.is_ok()) continue;
-    Status st = dnnl_try("deconvolution as matmul", [&] {
-      auto attr = base_attr();
-      attr.set_post_ops(po.value());
-      dnnl::matmul::desc d(src_md, Md({1, ic, kw * oc}, Dt::f32, Tag::any), bias ? bias_md : Md(), dst_md);
-      pd = dnnl::matmul::primitive_desc(d, attr, cpu_engine());
-    });
-    if (st.is_ok()) {
-      used = e;
-      tmpl = std::move(try_args);
-      break;
-    }
-  }
-  if (!used) return false;
-  std::string impl = pd.impl_info_str();
-  if (impl.find("ref") != std::string::npos) return false;  // no fast kernel for this shape: use deconvolution
-
-  ASSIGN_OR_RETURN(int src, b.in_layout(x, x_md));
-  std::vector<int> reads{src};
-  ASSIGN_OR_RETURN(int dst, fused_output(b, *used, n, y_md, {src}, &reads));
-  if (bias) {
-    std::vector<float> bv = bias->constant.to_floats(), tiled(static_cast<size_t>(kw * oc));
-    for (int64_t j = 0; j < kw; ++j) std::copy(bv.begin(), bv.end(), tiled.begin() + j * oc);
-    const Tensor& bt = b.keep(Tensor::from_floats({kw * oc}, tiled));
-    tmpl.add_memory(DNNL_ARG_BIAS, dnnl::memory(bias_md, cpu_engine(), const_cast<void*>(bt.raw())));
-  }
-  // ONNX weights are [IC, OC, kh, kw]; output row i uses W_i[ic, j*OC + oc] = w[ic, oc, i, j].
-  const std::vector<float> wv = w->constant.to_floats();
-  std::vector<DnnlArgs> rows;
-  for (int64_t i = 0; i < kh; ++i) {
-    std::vector<float> wi(static_cast<size_t>(ic * kw * oc));
-    for (int64_t c = 0; c < ic; ++c) {
-      for (int64_t o = 0; o < oc; ++o) {
-        for (int64_t j = 0; j < kw; ++j) wi[(c * kw + j) * oc + o] = wv[((c * oc + o) * kh + i) * kw + j];
+  // The input as it is, else channels-last like the output (oneDNN has no JIT kernel for blocked -> nhwc).
+  for (const Md& in_md : {src_md, Md(src_d, Dt::f32, Tag::acdb)}) {
+    for (const Epilogue* e : {&full, &base}) {
+      if (e->residual) continue;  // the sum would have to happen after the shuffle
+      DnnlArgs try_args;
+      auto po = make_post_ops(b, tile_channels(*e, kh * kw), 4, 1, try_args);
+      if (!po.is_ok()) continue;
+      Status st = dnnl_try("deconvolution as a 1x1 convolution", [&] {
+        auto attr = base_attr();
+        attr.set_post_ops(po.value());
+        dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
+                                          in_md, Md({r, ic, 1, 1}, Dt::f32, Tag::any), bias ? bias_md : Md(), mid_md,
+                                          {1, 1}, {0, 0}, {0, 0}, {0, 0});
+        pd = dnnl::convolution_forward::primitive_desc(d, attr, cpu_engine());
+      });
+      if (st.is_ok() && std::string(pd.impl_info_str()).find("ref") == std::string::npos) {
+        used = e;
+        args = std::move(try_args);
+        break;
       }
     }
-    Tensor wt = Tensor::from_floats({1, ic, kw * oc}, wi);
-    ASSIGN_OR_RETURN(dnnl::memory wm, b.weights().get(wt, Md({1, ic, kw * oc}, Dt::f32, Tag::abc), pd.weights_desc()));
-    DnnlArgs a = tmpl;
-    a.add_memory(DNNL_ARG_WEIGHTS, wm);
-    a.add(DNNL_ARG_SRC, src, src_md);
-    a.add(DNNL_ARG_DST, dst, dst_md, static_cast<size_t>(i * ow * oc) * sizeof(float));
-    rows.push_back(std::move(a));
+    if (used) break;
   }
-  std::string label =
-      fmt::format("deconv {}x{}/{} as {} GEMMs {}->{} {}{}", kh, kw, kh, kh, shape_str(x->shape), shape_str(y->shape),
-                  md_str(y_md).substr(0, md_str(y_md).find('[')), used->describe());
-  b.add_step(std::make_unique<DeconvGemmOp>(label, pd, std::move(rows)), reads, {dst}, &n);
+  if (!used) return false;
+
+  // ONNX weights are [IC, OC, kh, kw]; 1x1 output channel (i*kw + j)*OC + oc takes w[ic, oc, i, j].
+  const std::vector<float> wv = w->constant.to_floats();
+  std::vector<float> w1(static_cast<size_t>(r * ic));
+  for (int64_t c = 0; c < ic; ++c) {
+    for (int64_t o = 0; o < oc; ++o) {
+      for (int64_t i = 0; i < kh; ++i) {
+        for (int64_t j = 0; j < kw; ++j) w1[((i * kw + j) * oc + o) * ic + c] = wv[((c * oc + o) * kh + i) * kw + j];
+      }
+    }
+  }
+  ASSIGN_OR_RETURN(dnnl::memory wm, b.weights().get(Tensor::from_floats({r, ic, 1, 1}, w1),
+                                                    Md({r, ic, 1, 1}, Dt::f32, Tag::oihw), pd.weights_desc()));
+  args.add_memory(DNNL_ARG_WEIGHTS, wm);
+  if (bias) {
+    std::vector<float> bv = bias->constant.to_floats(), tiled(static_cast<size_t>(r));
+    for (int64_t k = 0; k < kh * kw; ++k) std::copy(bv.begin(), bv.end(), tiled.begin() + k * oc);
+    const Tensor& bt = b.keep(Tensor::from_floats({r}, tiled));
+    args.add_memory(DNNL_ARG_BIAS, dnnl::memory(bias_md, cpu_engine(), const_cast<void*>(bt.raw())));
+  }
+  ASSIGN_OR_RETURN(int src, b.in_layout(x, pd.src_desc()));
+  const int mid = b.new_buffer(DType::kF32, Shape(mid_d.begin(), mid_d.end()), pd.dst_desc(), y->name + "@blocks");
+  args.add(DNNL_ARG_SRC, src, pd.src_desc());
+  args.add(DNNL_ARG_DST, mid, pd.dst_desc());
+  std::string label = fmt::format("deconv {}x{}/{} as conv 1x1 {}->[{},{},{},{}] {}", kh, kw, kh, shape_str(x->shape),
+                                  batch, r, h, wd, used->describe());
+  b.add_step(std::make_unique<DnnlOp>(label, pd, std::move(args)), {src}, {mid}, &n);
+  if (pd.dst_desc() != mid_md) return internal_error("1x1 convolution did not keep the channels-last output");
+  const int dst = b.new_buffer(DType::kF32, y->shape, y_md, used->out->name);
+  b.add_step(std::make_unique<PixelShuffleOp>(mid, dst, batch * h, wd, kh, kw, oc), {mid}, {dst}, &n);
   for (const graph::Node* m : used->absorbed) b.absorb(m);
   b.set_home(used->out, dst);
   return true;
@@ -169,7 +192,7 @@ Status build_conv_transpose(PlanBuilder& b, const graph::Node& n) {
                               a.dilations[1] == 1 && pad_l[0] == 0 && pad_l[1] == 0 && pad_r[0] == 0 && pad_r[1] == 0 &&
                               dst_d[2] == src_d[2] * kh && dst_d[3] == src_d[3] * kw;
   if (block_upsample) {
-    ASSIGN_OR_RETURN(bool done, build_deconv_gemm(b, n, full, base));
+    ASSIGN_OR_RETURN(bool done, build_block_upsample(b, n, full, base));
     if (done) return Status::ok();
   }
 
