@@ -160,6 +160,16 @@ int run_ocr(const OcrArgs& a) {
     return kExitUsage;
   }
 
+  if (a.threads > 0) set_num_threads(a.threads);
+  cv::setNumThreads(num_threads());
+
+  std::string backend_name = a.backend.empty() ? runtime::available_backends().front() : a.backend;
+  auto backend = runtime::create_backend(backend_name);
+  if (!backend.is_ok()) {
+    std::fprintf(stderr, "error: %s\n", backend.status().message().c_str());
+    return is_usage_error(backend.status()) ? kExitUsage : kExitFailed;
+  }
+
   ModelPaths paths = model_paths_in(a.models);
   if (!a.det_model.empty()) paths.det = a.det_model;
   if (!a.rec_model.empty()) paths.rec = a.rec_model;
@@ -201,16 +211,6 @@ int run_ocr(const OcrArgs& a) {
       std::fprintf(stderr, "error: cannot create --vis directory %s: %s\n", a.vis_dir.c_str(), ec.message().c_str());
       return kExitUsage;
     }
-  }
-
-  if (a.threads > 0) set_num_threads(a.threads);
-  cv::setNumThreads(num_threads());
-
-  std::string backend_name = a.backend.empty() ? runtime::available_backends().front() : a.backend;
-  auto backend = runtime::create_backend(backend_name);
-  if (!backend.is_ok()) {
-    std::fprintf(stderr, "error: %s\n", backend.status().message().c_str());
-    return is_usage_error(backend.status()) ? kExitUsage : kExitFailed;
   }
 
   PipelineOptions opts;

@@ -11,7 +11,7 @@ namespace steadyocr::pipeline {
 namespace {
 
 // Clipper works on integers: coordinates are scaled so the offset keeps sub-pixel precision.
-constexpr double kClipperScale = 1024.0;
+constexpr double kClipperScale = 65536.0;
 
 float corner_distance(const cv::Point2f& a, const cv::Point2f& b) {
   float dx = a.x - b.x, dy = a.y - b.y;

@@ -5,14 +5,17 @@
 namespace steadyocr::pipeline {
 namespace {
 
-double rounded(double v, double unit) {
-  return std::round(v / unit) * unit;
+// Rounds to `digits` decimals; dividing by a power of ten (not multiplying by 0.01) gives the double that
+// prints shortest ("58.3", not "58.300000000000004").
+double rounded(double v, int digits) {
+  const double scale = std::pow(10.0, digits);
+  return std::round(v * scale) / scale;
 }
 
 // Integral coordinates print as integers ("218", not "218.0").
 nlohmann::ordered_json coordinate(float v) {
   if (std::floor(v) == v && std::abs(v) < 1e9) return static_cast<int64_t>(v);
-  return rounded(v, 0.1);
+  return rounded(v, 1);
 }
 
 std::string dump(const nlohmann::ordered_json& j) {
@@ -48,18 +51,18 @@ nlohmann::ordered_json outcome_to_json(const ImageOutcome& o) {
   for (const auto& l : o.result.lines) {
     nlohmann::ordered_json box = nlohmann::ordered_json::array();
     for (const auto& p : l.box) box.push_back({coordinate(p.x), coordinate(p.y)});
-    lines.push_back({{"text", l.text}, {"score", rounded(l.score, 1e-4)}, {"box", box}});
+    lines.push_back({{"text", l.text}, {"score", rounded(l.score, 4)}, {"box", box}});
   }
   const StageTimes& t = o.result.timings;
   nlohmann::ordered_json j = {{"lines", lines},
                               {"backend", o.result.backend},
                               {"timings_ms",
-                               {{"decode", rounded(t.decode, 0.01)},
-                                {"det", rounded(t.det, 0.01)},
-                                {"post", rounded(t.post, 0.01)},
-                                {"cls", rounded(t.cls, 0.01)},
-                                {"rec", rounded(t.rec, 0.01)},
-                                {"total", rounded(t.total, 0.01)}}}};
+                               {{"decode", rounded(t.decode, 2)},
+                                {"det", rounded(t.det, 2)},
+                                {"post", rounded(t.post, 2)},
+                                {"cls", rounded(t.cls, 2)},
+                                {"rec", rounded(t.rec, 2)},
+                                {"total", rounded(t.total, 2)}}}};
   if (o.ok) {
     j["width"] = o.result.width;
     j["height"] = o.result.height;

@@ -13,10 +13,10 @@ from PIL import Image, ImageDraw, ImageFont
 HERE = os.path.dirname(os.path.abspath(__file__))
 DEC = os.path.join(HERE, "decode")
 FONT = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf"
-LINE = "Invoice2026"  # one word: PP-OCRv4 reads it the same on every background
+LINE = "receipt2026"  # one word, read the same on every background (a capital I reads as l)
 
 
-def line_mask(text=LINE, size=30, pad=10):
+def line_mask(text=LINE, size=30, pad=20):
     font = ImageFont.truetype(FONT, size)
     l, t, r, b = ImageDraw.Draw(Image.new("L", (1, 1))).textbbox((0, 0), text, font=font)
     im = Image.new("L", (r - l + 2 * pad, b - t + 2 * pad), 0)
