@@ -25,6 +25,12 @@ bool cpu_supports(const graph::Node& n, std::string* why) {
     }
     return true;
   };
+  if (int_binary_supported(n)) return true;
+  if (n.op == OpKind::kPow && n.input(0) && n.input(1) && n.input(0)->dtype == DType::kF32 &&
+      n.input(1)->dtype != DType::kF32 && !n.input(1)->is_constant()) {
+    if (why) *why = "Pow with a runtime integer exponent is not supported";
+    return false;
+  }
   switch (n.op) {
     case OpKind::kConv:
     case OpKind::kConvTranspose:

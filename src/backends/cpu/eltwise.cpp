@@ -154,7 +154,11 @@ Status append_node(PlanBuilder& b, Chain& c, const Node& n, const Value* cur) {
       if (n.inputs.size() != 2 || !n.input(0) || !n.input(1)) return invalid_argument("binary op needs two inputs");
       const Value* in0 = n.input(0);
       const Value* in1 = n.input(1);
-      if (in0->dtype != DType::kF32 || in1->dtype != DType::kF32) return unsupported("arithmetic runs in f32 only");
+      const bool int_exponent = n.op == OpKind::kPow && in0->dtype == DType::kF32 && in1->is_constant() &&
+                                (in1->dtype == DType::kI64 || in1->dtype == DType::kI32);
+      if (in0->dtype != DType::kF32 || (in1->dtype != DType::kF32 && !int_exponent)) {
+        return unsupported("arithmetic runs in f32 only (integer Add/Sub/Mul/Div and integer exponents aside)");
+      }
       int main = 0;
       if (cur) {
         main = in0 == cur ? 0 : 1;
@@ -170,6 +174,18 @@ Status append_node(PlanBuilder& b, Chain& c, const Node& n, const Value* cur) {
       }
       const Value* other = main == 0 ? in1 : in0;
       const bool swap = main == 1;
+      if (other->dtype != DType::kF32) {
+        // A constant integer exponent: as f32 values.
+        std::vector<float> f = other->constant.to_floats();
+        Tensor t = Tensor::from_floats(other->shape, f);
+        if (t.numel() == 1 && !swap) {
+          const float e = f[0];
+          if (e == 2.f) return unary(EwOp::kSquare);
+          if (e == 1.f) return Status::ok();
+        }
+        c.steps.push_back({swap ? EwOp::kRPow : EwOp::kPow, add_tensor_operand(c, std::move(t))});
+        return Status::ok();
+      }
       float k;
       if (scalar_const(other, &k)) {
         switch (n.op) {
@@ -338,6 +354,7 @@ bool zero_preserving(const std::vector<EwStep>& steps) {
 
 Status build_eltwise(PlanBuilder& b, const graph::Node& n) {
   const Value* y = n.output();
+  if (y && (y->dtype == DType::kI64 || y->dtype == DType::kI32)) return build_int_binary(b, n);
   if (!y || y->dtype != DType::kF32) return unsupported("elementwise ops run in f32 only");
   Chain c;
   c.shape = y->shape;

@@ -231,14 +231,17 @@ void EwProgram::run(const std::vector<const float*>& operands, float* out) const
   const int64_t nrc = (rows_ + row_chunk_ - 1) / row_chunk_;
   const int64_t ncc = (cols_ + col_chunk_ - 1) / col_chunk_;
   const int64_t items = n_outer * nrc * ncc;
-  parallel_for(items, [&](int64_t begin, int64_t end) {
-    for (int64_t it = begin; it < end; ++it) {
-      int64_t cc = it % ncc, rest = it / ncc;
-      int64_t rc = rest % nrc, o = rest / nrc;
-      int64_t r0 = rc * row_chunk_, l0 = cc * col_chunk_;
-      run_tile(operands, out, o, r0, std::min(row_chunk_, rows_ - r0), l0, std::min(col_chunk_, cols_ - l0));
-    }
-  });
+  parallel_for(
+      items,
+      [&](int64_t begin, int64_t end) {
+        for (int64_t it = begin; it < end; ++it) {
+          int64_t cc = it % ncc, rest = it / ncc;
+          int64_t rc = rest % nrc, o = rest / nrc;
+          int64_t r0 = rc * row_chunk_, l0 = cc * col_chunk_;
+          run_tile(operands, out, o, r0, std::min(row_chunk_, rows_ - r0), l0, std::min(col_chunk_, cols_ - l0));
+        }
+      },
+      /*grain=*/std::max<int64_t>(1, (int64_t{32} << 10) / (row_chunk_ * col_chunk_)));  // fork only above ~32K floats
 }
 
 std::string EwProgram::describe() const {

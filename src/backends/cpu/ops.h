@@ -14,6 +14,8 @@ Status build_pool(PlanBuilder& b, const graph::Node& n);            // pool.cpp 
 Status build_concat(PlanBuilder& b, const graph::Node& n);          // concat.cpp (oneDNN for f32)
 Status build_transpose(PlanBuilder& b, const graph::Node& n);       // transpose.cpp (oneDNN reorder)
 Status build_eltwise(PlanBuilder& b, const graph::Node& n);         // eltwise.cpp: binary/unary/BatchNorm chains
+Status build_int_binary(PlanBuilder& b, const graph::Node& n);      // int_arith.cpp: i64/i32 Add/Sub/Mul/Div
+bool int_binary_supported(const graph::Node& n);                    // int_arith.cpp
 Status build_softmax(PlanBuilder& b, const graph::Node& n);         // softmax.cpp
 Status build_layernorm(PlanBuilder& b, const graph::Node& n);       // layernorm.cpp
 Status build_reduce_mean(PlanBuilder& b, const graph::Node& n);     // reduce_mean.cpp

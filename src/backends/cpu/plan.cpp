@@ -1,6 +1,7 @@
 #include "backends/cpu/plan.h"
 
 #include <fmt/format.h>
+#include <omp.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -448,9 +449,11 @@ Status CpuPlan::plan_memory() {
   }
   RETURN_IF_ERROR(dnnl_try("creating a stream", [&] { stream_ = std::make_unique<dnnl::stream>(cpu_engine()); }));
   ctx_.stream_ = stream_.get();
-  for (Step& s : steps_) {
-    Status st = s.op->bind(ctx_);
-    if (!st.is_ok()) return st.with_context("cpu backend, binding " + s.op->describe());
+  // Primitive creation (JIT code generation) dominates planning a new shape: spread it over the threads.
+  std::vector<Status> bound(steps_.size());
+  parallel_for_each(static_cast<int64_t>(steps_.size()), [&](int64_t i) { bound[i] = steps_[i].op->bind(ctx_); });
+  for (size_t i = 0; i < steps_.size(); ++i) {
+    if (!bound[i].is_ok()) return bound[i].with_context("cpu backend, binding " + steps_[i].op->describe());
   }
   return Status::ok();
 }
@@ -485,6 +488,10 @@ Status CpuPlan::run(const std::vector<Tensor>& inputs, std::vector<Tensor>* outp
     const Buffer& r = buffers_[buffers_[i].storage == Storage::kView ? buffers_[i].root : i];
     if (r.storage == Storage::kInput) ctx_.ptrs_[i] = const_cast<void*>(inputs[r.input_index].raw());
   }
+  // oneDNN sizes its parallel regions from the calling thread's OpenMP setting, which a thread the runtime
+  // did not create does not inherit: apply --threads here (nested inside a parallel region runs serially).
+  const int threads = num_threads();
+  if (!in_parallel_region() && omp_get_max_threads() != threads) omp_set_num_threads(threads);
   Stopwatch total;
   const double cpu0 = profile_ ? process_cpu_ms() : 0;
   // Activation memory for this run; given back however the run ends.
