@@ -1,6 +1,9 @@
 // The oneDNN CPU backend on the three real models: ONNX Runtime's golden outputs (../shared/data/golden),
 // as imported and after optimize(), and the reference backend on a larger page-like det input and a rec
-// batch. NMSE < 1e-6 everywhere, same argmax per row for rec and cls.
+// batch. NMSE < 1e-6 everywhere, same argmax per row for rec and cls. det's golden map on uniform noise is
+// saturated (logits -42..-13; ORT's approximate sigmoid is off by ~1% relative there), so as in
+// test_golden_models.cpp the map is checked by absolute difference and the network by its logits against an
+// independent float64 evaluation (tests/data/backends/*_logits.npy).
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -35,10 +38,32 @@ int64_t argmax_mismatches(const Tensor& a, const Tensor& b) {
   return bad;
 }
 
-Result<Tensor> run_graph(Backend& backend, const graph::Graph& imported, const Tensor& input, bool optimized) {
+// The graph's pre-sigmoid output: drops a final Sigmoid, or the Sigmoid fused into the last (transposed) conv.
+bool strip_final_sigmoid(graph::Graph& g) {
+  graph::Node* last = g.outputs()[0]->producer;
+  if (!last) return false;
+  if (last->op == graph::OpKind::kSigmoid) {
+    g.outputs()[0] = last->input(0);
+    g.remove_dead();
+    return true;
+  }
+  if (auto* a = std::get_if<graph::ConvTransposeAttrs>(&last->attrs); a && a->act.kind == graph::ActKind::kSigmoid) {
+    a->act = graph::Activation{};
+    return true;
+  }
+  if (auto* a = std::get_if<graph::ConvAttrs>(&last->attrs); a && a->act.kind == graph::ActKind::kSigmoid) {
+    a->act = graph::Activation{};
+    return true;
+  }
+  return false;
+}
+
+Result<Tensor> run_graph(Backend& backend, const graph::Graph& imported, const Tensor& input, bool optimized,
+                         bool logits = false) {
   graph::Graph g = imported.clone();
   RETURN_IF_ERROR(graph::specialize(g, {input.shape()}));
   if (optimized) RETURN_IF_ERROR(graph::optimize(g));
+  if (logits && !strip_final_sigmoid(g)) return internal_error("det output is not a sigmoid");
   ASSIGN_OR_RETURN(auto prepared, backend.prepare(g));
   std::vector<Tensor> out;
   RETURN_IF_ERROR(prepared->run({input}, &out));
@@ -50,6 +75,7 @@ struct GoldenCase {
   const char* name;
   const char* model;
   bool argmax_rows;
+  bool saturated_sigmoid = false;  // det: see the file comment
 };
 
 class CpuGolden : public ::testing::TestWithParam<GoldenCase> {};
@@ -76,14 +102,26 @@ TEST_P(CpuGolden, MatchesOnnxRuntime) {
                 c.describe().c_str());
     EXPECT_TRUE(c.shape_match) << out->describe() << " vs " << expected->describe();
     EXPECT_EQ(c.non_finite, 0);
-    EXPECT_LT(c.nmse, 1e-6) << c.describe();
-    if (gc.argmax_rows && c.shape_match) EXPECT_EQ(argmax_mismatches(*out, *expected), 0);
+    if (!gc.saturated_sigmoid) {
+      EXPECT_LT(c.nmse, 1e-6) << c.describe();
+      if (gc.argmax_rows && c.shape_match) EXPECT_EQ(argmax_mismatches(*out, *expected), 0);
+      continue;
+    }
+    EXPECT_LE(c.max_abs_diff, 4.0 / (1 << 24)) << c.describe();
+    auto logits = load_npy(source_dir() + "/tests/data/backends/" + gc.name + "_logits.npy");
+    ASSERT_TRUE(logits.is_ok()) << logits.status().to_string();
+    auto z = run_graph(*backend, *imported, *input, optimized, /*logits=*/true);
+    ASSERT_TRUE(z.is_ok()) << z.status().to_string();
+    Comparison cz = compare(*z, *logits);
+    std::printf("[cpu golden] %-8s %-17s logits vs float64 numpy: %s\n", gc.name,
+                optimized ? "optimized" : "specialised-only", cz.describe().c_str());
+    EXPECT_LT(cz.nmse, 1e-6) << cz.describe();
   }
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, CpuGolden,
-                         ::testing::Values(GoldenCase{"det", "ch_PP-OCRv4_det_infer.onnx", false},
-                                           GoldenCase{"det_odd", "ch_PP-OCRv4_det_infer.onnx", false},
+                         ::testing::Values(GoldenCase{"det", "ch_PP-OCRv4_det_infer.onnx", false, true},
+                                           GoldenCase{"det_odd", "ch_PP-OCRv4_det_infer.onnx", false, true},
                                            GoldenCase{"rec", "ch_PP-OCRv4_rec_infer.onnx", true},
                                            GoldenCase{"cls", "ch_ppocr_mobile_v2.0_cls_infer.onnx", true}),
                          [](const auto& info) { return std::string(info.param.name); });
