@@ -17,6 +17,7 @@
 #include "core/log.h"
 #include "core/parallel.h"
 #include "core/timer.h"
+#include "pipeline/engine.h"
 #include "pipeline/image_decode.h"
 #include "pipeline/pipeline.h"
 #include "pipeline/result_format.h"
@@ -33,7 +34,10 @@ struct OcrArgs {
   std::vector<std::string> inputs;
   std::string models = "models";
   std::string det_model, rec_model, cls_model, dict;
-  std::string backend;
+  std::string backend = "auto";
+  bool require_gpu = false;
+  size_t gpu_mem_mb = 0;
+  std::vector<std::string> ladder;  // hidden: explicit rungs, e.g. cpu-worker,cpu to drive fault paths without a GPU
   bool cls = false, det_only = false, rec_only = false, recursive = false, quiet = false;
   std::string format = "json";
   std::string output;
@@ -163,11 +167,17 @@ int run_ocr(const OcrArgs& a) {
   if (a.threads > 0) set_num_threads(a.threads);
   cv::setNumThreads(num_threads());
 
-  std::string backend_name = a.backend.empty() ? runtime::available_backends().front() : a.backend;
-  auto backend = runtime::create_backend(backend_name);
-  if (!backend.is_ok()) {
-    std::fprintf(stderr, "error: %s\n", backend.status().message().c_str());
-    return is_usage_error(backend.status()) ? kExitUsage : kExitFailed;
+  static const char* kRungs[] = {"auto", "cuda-fp16", "cuda-fp32", "cpu", "reference", "cpu-worker"};
+  for (const auto& r : a.ladder) {
+    if (std::none_of(std::begin(kRungs) + 1, std::end(kRungs), [&](const char* k) { return r == k; })) {
+      std::fprintf(stderr, "error: unknown ladder rung '%s'\n", r.c_str());
+      return kExitUsage;
+    }
+  }
+  if (std::none_of(std::begin(kRungs), std::end(kRungs), [&](const char* r) { return a.backend == r; })) {
+    std::fprintf(stderr, "error: --backend must be auto, cuda-fp16, cuda-fp32, cpu or reference (got '%s')\n",
+                 a.backend.c_str());
+    return kExitUsage;
   }
 
   ModelPaths paths = model_paths_in(a.models);
@@ -223,18 +233,27 @@ int run_ocr(const OcrArgs& a) {
   opts.db.unclip_ratio = a.unclip_ratio;
   opts.rec.batch = a.rec_batch;
   opts.rec.min_width = a.rec_min_width;
-  auto pipeline = Pipeline::load(paths, backend.value(), opts);
-  if (!pipeline.is_ok()) {
-    std::fprintf(stderr, "error: %s\n", pipeline.status().message().c_str());
-    return is_usage_error(pipeline.status()) ? kExitUsage : kExitFailed;
-  }
-  const Pipeline& ocr = **pipeline;
-  std::unique_ptr<Visualizer> vis;
-  if (!a.vis_dir.empty()) vis = std::make_unique<Visualizer>();
-
   DecodeLimits limits;
   limits.max_side = a.max_side;
   limits.max_pixels = a.max_pixels;
+  EngineOptions eo;
+  eo.models = paths;
+  eo.pipeline = opts;
+  eo.limits = limits;
+  eo.backend = a.backend;
+  eo.require_gpu = a.require_gpu;
+  eo.gpu_mem_mb = a.gpu_mem_mb;
+  eo.threads = a.threads;
+  eo.ladder = a.ladder;
+  auto engine_or = OcrEngine::create(eo);
+  if (!engine_or.is_ok()) {
+    std::fprintf(stderr, "error: %s\n", engine_or.status().message().c_str());
+    return is_usage_error(engine_or.status()) ? kExitUsage : kExitFailed;
+  }
+  OcrEngine& engine = **engine_or;
+  std::unique_ptr<Visualizer> vis;
+  if (!a.vis_dir.empty()) vis = std::make_unique<Visualizer>();
+
   const std::vector<std::string> names = output_names(files);
   std::vector<ImageOutcome> outcomes;
   size_t failed = 0;
@@ -242,58 +261,58 @@ int run_ocr(const OcrArgs& a) {
   Stopwatch wall;
   if (format == OutputFormat::kTsv) out << tsv_header();
 
-  // Chunks: pictures decode in parallel, then go through the pipeline together.
-  const size_t chunk = static_cast<size_t>(std::max(2, num_threads()));
+  // Chunks: files are read in parallel, then the engine runs them together (in parallel where the backend
+  // allows); results are written as each chunk completes.
+  const size_t chunk = static_cast<size_t>(std::max(8, 2 * num_threads()));
   for (size_t start = 0; start < files.size(); start += chunk) {
     const size_t n = std::min(chunk, files.size() - start);
     std::vector<ImageOutcome> batch(n);
-    std::vector<cv::Mat> pictures(n);
+    std::vector<ImageJob> jobs(n);
     parallel_for_each(static_cast<int64_t>(n), [&](int64_t k) {
       const InputFile& f = files[start + k];
       ImageOutcome& o = batch[k];
       o.name = names[start + k];
       o.path = f.path;
-      o.result.backend = ocr.backend_name();
-      Stopwatch sw;
+      jobs[k].name = o.name;
       if (!f.missing.empty()) {
         o.ok = false;
         o.error = f.path + ": " + f.missing;
         return;
       }
-      auto img = load_image(f.path, limits);
-      o.result.timings.decode = sw.elapsed_ms();
-      if (!img.is_ok()) {
+      auto bytes = read_file_bytes(f.path, limits.max_file_bytes);
+      if (!bytes.is_ok()) {
         o.ok = false;
-        o.error = img.status().message();
+        o.error = bytes.status().message();
         return;
       }
-      pictures[k] = std::move(img->bgr);
+      jobs[k].bytes = std::move(*bytes);
     });
-    std::vector<cv::Mat> decoded;
+    std::vector<ImageJob> to_run;
     std::vector<size_t> index;
     for (size_t k = 0; k < n; ++k) {
       if (batch[k].ok) {
-        decoded.push_back(pictures[k]);
+        to_run.push_back(std::move(jobs[k]));
         index.push_back(k);
       }
     }
-    std::vector<Result<OcrResult>> results = ocr.run_many(decoded);
+    std::vector<EngineOutcome> results = engine.ocr_batch(to_run);
     for (size_t r = 0; r < results.size(); ++r) {
       ImageOutcome& o = batch[index[r]];
-      if (!results[r].is_ok()) {
+      o.fallbacks = results[r].events;
+      if (!results[r].status.is_ok()) {
         o.ok = false;
-        o.error = o.path + ": " + results[r].status().message();
+        o.result.backend = results[r].backend;
+        o.error = o.path + ": " + results[r].status.message();
         continue;
       }
-      double decode_ms = o.result.timings.decode;
-      o.result = std::move(results[r]).value();
-      o.result.timings.decode = decode_ms;
-      o.result.timings.total += decode_ms;
+      o.result = std::move(results[r].result);
       if (vis) {
         std::string file = o.name;
         std::replace(file.begin(), file.end(), '/', '_');
         if (!has_image_extension(file)) file += ".jpg";
-        Status s = vis->write((fs::path(a.vis_dir) / file).string(), decoded[r], o.result.lines);
+        auto img = decode_image(to_run[r].bytes.data(), to_run[r].bytes.size(), limits);
+        Status s =
+            img.is_ok() ? vis->write((fs::path(a.vis_dir) / file).string(), img->bgr, o.result.lines) : img.status();
         if (!s.is_ok()) {
           progress.clear();
           std::fprintf(stderr, "warning: %s\n", s.message().c_str());
@@ -320,8 +339,21 @@ int run_ocr(const OcrArgs& a) {
   const double secs = wall.elapsed_ms() / 1000.0;
   if (!a.quiet) {
     std::fprintf(stderr, "ocr: %zu images, %zu failed, %.2f s, %.2f images/s, backend %s, %d threads\n",
-                 outcomes.size(), failed, secs, secs > 0 ? outcomes.size() / secs : 0.0, ocr.backend_name().c_str(),
-                 num_threads());
+                 outcomes.size(), failed, secs, secs > 0 ? outcomes.size() / secs : 0.0,
+                 engine.current_backend().c_str(), num_threads());
+  }
+  // Every move on the backend ladder, also with --quiet: a slower backend is never silent.
+  for (const auto& e : engine.events()) {
+    std::fprintf(stderr, "ocr: backend event %s: %s -> %s: %s%s%s\n", e.time.c_str(), e.from.c_str(),
+                 e.to.empty() ? "(none)" : e.to.c_str(), e.reason.c_str(),
+                 e.detail.empty() ? "" : (" - " + e.detail).c_str(), e.fix.empty() ? "" : ("; fix: " + e.fix).c_str());
+  }
+  for (const auto& [rung, st] : engine.worker_stats()) {
+    if (st.worker_losses || st.retries) {
+      std::fprintf(stderr, "ocr: %s worker: %llu lost (%llu hung), %llu jobs retried, %llu started\n", rung.c_str(),
+                   static_cast<unsigned long long>(st.worker_losses), static_cast<unsigned long long>(st.hangs),
+                   static_cast<unsigned long long>(st.retries), static_cast<unsigned long long>(st.worker_starts));
+    }
   }
   if (file_out && !*file_out) {
     std::fprintf(stderr, "error: writing %s failed\n", a.output.c_str());
@@ -343,7 +375,17 @@ Command add_ocr_command(CLI::App& root) {
   app->add_option("--rec-model", args->rec_model, "Recognition model (ONNX); overrides --models");
   app->add_option("--cls-model", args->cls_model, "Angle classifier model (ONNX); overrides --models");
   app->add_option("--dict", args->dict, "Recogniser dictionary, one character per line; overrides --models");
-  app->add_option("--backend", args->backend, "Backend to run the models on (default: the best available)");
+  app->add_option("--backend", args->backend,
+                  "auto (the ladder cuda-fp16 > cuda-fp32 > cpu > reference, every step down reported), or pin one "
+                  "of cuda-fp16, cuda-fp32, cpu, reference")
+      ->capture_default_str();
+  app->add_flag("--require-gpu", args->require_gpu,
+                "Fail (with the doctor's finding) instead of falling back when no GPU backend can serve");
+  app->add_option("--ladder", args->ladder,
+                  "Explicit ladder rungs (testing: cpu-worker runs the CPU backend in a worker)")
+      ->delimiter(',')
+      ->group("");
+  app->add_option("--gpu-mem", args->gpu_mem_mb, "Device memory budget of the CUDA backend in MB (0: none)");
   app->add_flag("--cls", args->cls, "Turn upside-down text lines with the angle classifier");
   auto* det_only = app->add_flag("--det-only", args->det_only, "Detect text boxes only (text left empty)");
   auto* rec_only = app->add_flag("--rec-only", args->rec_only, "Each image is one text line: recognise it whole");

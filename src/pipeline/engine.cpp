@@ -132,6 +132,11 @@ Result<std::unique_ptr<OcrEngine>> OcrEngine::create(const EngineOptions& option
     }
   }
   if (options.threads > 0) set_num_threads(options.threads);
+  // A fault spec that does not parse is the user's mistake, not a rung failure: say so before anything runs.
+  if (const char* f = std::getenv("STEADYOCR_FAULT"); f && *f) {
+    auto rules = runtime::parse_fault_spec(f);
+    if (!rules.is_ok()) return rules.status();
+  }
   std::unique_ptr<OcrEngine> e(new OcrEngine(options, rungs));
   e->ladder_.set_backoff(std::chrono::milliseconds(options.reprobe_backoff_ms),
                          std::chrono::milliseconds(std::max(options.reprobe_backoff_ms, 300000)));

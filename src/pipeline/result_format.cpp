@@ -54,8 +54,19 @@ nlohmann::ordered_json outcome_to_json(const ImageOutcome& o) {
     lines.push_back({{"text", l.text}, {"score", rounded(l.score, 4)}, {"box", box}});
   }
   const StageTimes& t = o.result.timings;
+  nlohmann::ordered_json fallbacks = nlohmann::ordered_json::array();
+  for (const auto& e : o.fallbacks) {
+    fallbacks.push_back({{"from", e.from},
+                         {"to", e.to},
+                         {"reason", e.reason},
+                         {"detail", e.detail},
+                         {"fix", e.fix},
+                         {"climb", e.climb},
+                         {"time", e.time}});
+  }
   nlohmann::ordered_json j = {{"lines", lines},
                               {"backend", o.result.backend},
+                              {"fallbacks", fallbacks},
                               {"timings_ms",
                                {{"decode", rounded(t.decode, 2)},
                                 {"det", rounded(t.det, 2)},

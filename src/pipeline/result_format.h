@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "pipeline/pipeline.h"
+#include "runtime/ladder.h"
 
 namespace steadyocr::pipeline {
 
@@ -24,9 +25,12 @@ struct ImageOutcome {
   bool ok = true;
   std::string error;
   OcrResult result;
+  // Moves on the backend ladder while this image ran (step downs and climbs), each with its reason code.
+  std::vector<runtime::LadderEvent> fallbacks;
 };
 
-// {"lines": [{"text", "score", "box"}], "backend", "timings_ms": {...}} (+ "error" when it failed).
+// {"lines": [{"text", "score", "box"}], "backend", "fallbacks": [...], "timings_ms": {...}} (+ "error" when it
+// failed).
 nlohmann::ordered_json outcome_to_json(const ImageOutcome& outcome);
 
 // The whole output document in `format` (UTF-8; ends with a newline unless empty).
