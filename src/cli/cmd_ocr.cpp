@@ -37,6 +37,7 @@ struct OcrArgs {
   std::string backend = "auto";
   bool require_gpu = false;
   size_t gpu_mem_mb = 0;
+  int watchdog_s = 120;
   std::vector<std::string> ladder;  // hidden: explicit rungs, e.g. cpu-worker,cpu to drive fault paths without a GPU
   bool cls = false, det_only = false, rec_only = false, recursive = false, quiet = false;
   std::string format = "json";
@@ -245,6 +246,7 @@ int run_ocr(const OcrArgs& a) {
   eo.gpu_mem_mb = a.gpu_mem_mb;
   eo.threads = a.threads;
   eo.ladder = a.ladder;
+  eo.job_timeout_ms = a.watchdog_s * 1000;
   auto engine_or = OcrEngine::create(eo);
   if (!engine_or.is_ok()) {
     std::fprintf(stderr, "error: %s\n", engine_or.status().message().c_str());
@@ -385,6 +387,10 @@ Command add_ocr_command(CLI::App& root) {
                   "Explicit ladder rungs (testing: cpu-worker runs the CPU backend in a worker)")
       ->delimiter(',')
       ->group("");
+  app->add_option("--watchdog", args->watchdog_s,
+                  "Seconds one image may take on a GPU worker before the worker counts as hung and is replaced")
+      ->check(CLI::Range(1, 86400))
+      ->capture_default_str();
   app->add_option("--gpu-mem", args->gpu_mem_mb, "Device memory budget of the CUDA backend in MB (0: none)");
   app->add_flag("--cls", args->cls, "Turn upside-down text lines with the angle classifier");
   auto* det_only = app->add_flag("--det-only", args->det_only, "Detect text boxes only (text left empty)");

@@ -95,7 +95,8 @@ Result<std::unique_ptr<Pipeline>> build_rung_pipeline(const std::string& backend
       if (k != "oom" && k != "illegal_address" && k != "hang" && k != "no_kernel_image" && k != "cudnn_not_supported") {
         return false;
       }
-      Status s = runtime::set_cuda_fault(k + "@any:1");
+      // A hang must outlast the supervisor's watchdog (the plugin's own release is a safety net).
+      Status s = runtime::set_cuda_fault(k == "hang" ? "hang@any:1,timeout_ms=600000" : k + "@any:1");
       if (!s.is_ok()) log::warn("fault", "could not arm {} in the CUDA plugin: {}", k, s.message());
       return s.is_ok();
     });
