@@ -5,8 +5,11 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cmath>
+#include <cstring>
 #include <functional>
+#include <thread>
 
 #include "backends/cpu/arena_pool.h"
 #include "backends/cpu/eltwise_kernels.h"
@@ -363,6 +366,48 @@ TEST(CpuThreads, ResultIndependentOfThreadCount) {
     set_num_threads(threads);
     for (size_t i = 0; i < one.size(); ++i) EXPECT_LT(compare(many[i], one[i]).nmse, 1e-12) << oc.name;
   }
+}
+
+// Plans of different shapes running at the same time from several threads (the pool hands each its own block;
+// the threads are split between them) give the same results as running alone (to rounding: oneDNN may split a
+// reduction differently with fewer threads).
+TEST(CpuThreads, ConcurrentRunsOfDifferentPlans) {
+  auto cpu = cpu_or_null();
+  SO_REQUIRE_CPU_BACKEND(cpu);
+  std::vector<CaseGraph> cases;
+  for (const OpCase& oc : all_op_cases()) {
+    if (oc.name == "Pattern_squeeze_excite" || oc.name == "Pattern_conv_bn_hardswish_residual" ||
+        oc.name == "Conv_k3_big_k_c96_m72") {
+      cases.push_back(oc.build());
+    }
+  }
+  ASSERT_EQ(cases.size(), 3u);
+  std::vector<std::unique_ptr<PreparedGraph>> plans;
+  std::vector<std::vector<Tensor>> alone(cases.size());
+  for (size_t i = 0; i < cases.size(); ++i) {
+    auto p = cpu->prepare(cases[i].graph);
+    ASSERT_TRUE(p.is_ok()) << p.status().to_string();
+    ASSERT_TRUE((*p)->run(cases[i].inputs, &alone[i]).is_ok());
+    plans.push_back(std::move(p).value());
+  }
+  std::vector<std::thread> threads;
+  std::atomic<int> mismatches{0};
+  for (size_t i = 0; i < cases.size(); ++i) {
+    threads.emplace_back([&, i] {
+      for (int k = 0; k < 20; ++k) {
+        std::vector<Tensor> out;
+        if (!plans[i]->run(cases[i].inputs, &out).is_ok()) {
+          ++mismatches;
+          continue;
+        }
+        for (size_t j = 0; j < out.size(); ++j) {
+          if (!(compare(out[j], alone[i][j]).nmse <= 1e-12)) ++mismatches;
+        }
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(mismatches.load(), 0);
 }
 
 TEST(CpuRefusals, NamesTheNodeAndTheReason) {

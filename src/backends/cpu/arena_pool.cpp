@@ -25,7 +25,12 @@ ArenaPool::~ArenaPool() {
 }
 
 ArenaPool::Block ArenaPool::acquire(size_t bytes) {
-  bytes = std::max<size_t>(bytes, 1);
+  Block b = take(std::max<size_t>(bytes, 1));
+  if (b.ptr) in_use_.fetch_add(1, std::memory_order_relaxed);
+  return b;
+}
+
+ArenaPool::Block ArenaPool::take(size_t bytes) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     // The smallest free block that fits.
@@ -55,6 +60,7 @@ ArenaPool::Block ArenaPool::acquire(size_t bytes) {
 
 void ArenaPool::release(Block b) {
   if (!b.ptr) return;
+  in_use_.fetch_sub(1, std::memory_order_relaxed);
   std::lock_guard<std::mutex> lock(mu_);
   free_.push_back(b);
   while (free_.size() > max_free_) {

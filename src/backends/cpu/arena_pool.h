@@ -3,6 +3,7 @@
 // cached plans of every input shape share a few blocks (no per-plan arenas, no page faults per new shape).
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <mutex>
 #include <vector>
@@ -27,11 +28,16 @@ class ArenaPool {
   void release(Block b);
   // Bytes held by free blocks.
   size_t free_bytes() const;
+  // Blocks taken and not given back: the runs in progress on this backend (used to split the threads).
+  int in_use() const { return in_use_.load(std::memory_order_relaxed); }
 
  private:
+  Block take(size_t bytes);
+
   mutable std::mutex mu_;
   std::vector<Block> free_;
   size_t max_free_;
+  std::atomic<int> in_use_{0};
 };
 
 }  // namespace steadyocr::cpu

@@ -4,9 +4,9 @@
 
 #include <cstring>
 
+#include "backends/cpu/cpu_parallel.h"
 #include "backends/cpu/dnnl_op.h"
 #include "backends/cpu/ops.h"
-#include "core/parallel.h"
 
 namespace steadyocr::cpu {
 namespace {
@@ -54,7 +54,7 @@ class ChannelConcatOp : public CpuOp {
     std::vector<const float*> src;
     for (const Input& in : ins_) src.push_back(ctx.f32(in.buf));
     float* out = ctx.f32(out_);
-    parallel_for(
+    parallel_chunks(
         n_ * hw_,
         [&](int64_t b, int64_t e) {
           for (int64_t p = b; p < e; ++p) {

@@ -3,11 +3,11 @@
 
 #include <cstring>
 
+#include "backends/cpu/cpu_parallel.h"
 #include "backends/cpu/dnnl_op.h"
 #include "backends/cpu/fusion.h"
 #include "backends/cpu/ops.h"
 #include "backends/cpu/weight_cache.h"
-#include "core/parallel.h"
 
 namespace steadyocr::cpu {
 namespace {
@@ -26,7 +26,7 @@ class PixelShuffleOp : public CpuOp {
     const float* s = ctx.f32(src_);
     float* d = ctx.f32(dst_);
     const int64_t run = kw_ * oc_, r = kh_ * run, ow = w_ * kw_;
-    parallel_for(
+    parallel_chunks(
         nh_ * kh_,
         [&](int64_t b, int64_t e) {
           for (int64_t row = b; row < e; ++row) {

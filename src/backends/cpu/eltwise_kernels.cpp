@@ -7,8 +7,8 @@
 
 #include <cmath>
 
+#include "backends/cpu/cpu_parallel.h"
 #include "backends/cpu/vec_math.h"
-#include "core/parallel.h"
 
 namespace steadyocr::cpu {
 namespace {
@@ -231,7 +231,7 @@ void EwProgram::run(const std::vector<const float*>& operands, float* out) const
   const int64_t nrc = (rows_ + row_chunk_ - 1) / row_chunk_;
   const int64_t ncc = (cols_ + col_chunk_ - 1) / col_chunk_;
   const int64_t items = n_outer * nrc * ncc;
-  parallel_for(
+  parallel_chunks(
       items,
       [&](int64_t begin, int64_t end) {
         for (int64_t it = begin; it < end; ++it) {

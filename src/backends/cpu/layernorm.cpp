@@ -6,9 +6,9 @@
 
 #include <cmath>
 
+#include "backends/cpu/cpu_parallel.h"
 #include "backends/cpu/ops.h"
 #include "backends/cpu/vec_math.h"
-#include "core/parallel.h"
 
 namespace steadyocr::cpu {
 namespace {
@@ -49,7 +49,7 @@ class LayerNormOp : public CpuOp {
     float* y = ctx.f32(out_);
     const float* s = ctx.f32(scale_);
     const float* bb = bias_ >= 0 ? ctx.f32(bias_) : nullptr;
-    parallel_for(
+    parallel_chunks(
         rows_, [&](int64_t b, int64_t e) { layernorm_rows(x + b * cols_, y + b * cols_, e - b, cols_, s, bb, eps_); },
         std::max<int64_t>(1, 2048 / std::max<int64_t>(cols_, 1)));
     return Status::ok();

@@ -492,10 +492,6 @@ Status CpuPlan::run(const std::vector<Tensor>& inputs, std::vector<Tensor>* outp
     const Buffer& r = buffers_[buffers_[i].storage == Storage::kView ? buffers_[i].root : i];
     if (r.storage == Storage::kInput) ctx_.ptrs_[i] = const_cast<void*>(inputs[r.input_index].raw());
   }
-  // oneDNN sizes its parallel regions from the calling thread's OpenMP setting, which a thread the runtime
-  // did not create does not inherit: apply --threads here (nested inside a parallel region runs serially).
-  const int threads = num_threads();
-  if (!in_parallel_region() && omp_get_max_threads() != threads) omp_set_num_threads(threads);
   Stopwatch total;
   const double cpu0 = profile_ ? process_cpu_ms() : 0;
   // Activation memory for this run; given back however the run ends.
@@ -508,6 +504,15 @@ Status CpuPlan::run(const std::vector<Tensor>& inputs, std::vector<Tensor>* outp
                                 total_bytes_ / 1048576.0, name_));
     }
     if (block.ptr != base_) rebase(block.ptr);
+  }
+  // Threads for this run: --threads, shared among the runs in progress on this backend (two images run
+  // concurrently on two cores get one each rather than two teams of two), applied in the calling thread
+  // because oneDNN sizes its parallel regions from it and a thread the runtime did not create does not
+  // inherit omp_set_num_threads. Nested inside a parallel region everything runs serially anyway.
+  if (!in_parallel_region()) {
+    const int concurrent = std::max(1, total_bytes_ ? pool_->in_use() : 1);
+    const int threads = std::max(1, num_threads() / concurrent);
+    if (omp_get_max_threads() != threads) omp_set_num_threads(threads);
   }
   struct Release {
     ArenaPool* pool;

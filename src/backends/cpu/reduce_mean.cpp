@@ -4,9 +4,9 @@
 
 #include <fmt/format.h>
 
+#include "backends/cpu/cpu_parallel.h"
 #include "backends/cpu/ops.h"
 #include "backends/cpu/vec_math.h"
-#include "core/parallel.h"
 
 namespace steadyocr::cpu {
 namespace {
@@ -48,11 +48,11 @@ class ReduceMeanOp : public CpuOp {
     const float* x = ctx.f32(in_);
     float* y = ctx.f32(out_);
     if (block_ && inner_ == 1) {
-      parallel_for(
+      parallel_chunks(
           outer_, [&](int64_t b, int64_t e) { mean_rows(x + b * len_, y + b, e - b, len_); },
           std::max<int64_t>(1, 4096 / std::max<int64_t>(len_, 1)));
     } else if (block_) {
-      parallel_for(outer_, [&](int64_t b, int64_t e) {
+      parallel_chunks(outer_, [&](int64_t b, int64_t e) {
         for (int64_t o = b; o < e; ++o) mean_block(x + o * len_ * inner_, y + o * inner_, len_, inner_);
       });
     } else {

@@ -7,9 +7,9 @@
 
 #include <cmath>
 
+#include "backends/cpu/cpu_parallel.h"
 #include "backends/cpu/ops.h"
 #include "backends/cpu/vec_math.h"
-#include "core/parallel.h"
 
 namespace steadyocr::cpu {
 namespace {
@@ -121,7 +121,7 @@ class Resize4dOp : public CpuOp {
   Status run(RunContext& ctx) override {
     const float* x = ctx.f32(in_);
     float* y = ctx.f32(out_);
-    parallel_for(g_.planes, [&](int64_t b, int64_t e) { resize_planes(x, y, g_, ay_, ax_, linear_, b, e); });
+    parallel_chunks(g_.planes, [&](int64_t b, int64_t e) { resize_planes(x, y, g_, ay_, ax_, linear_, b, e); });
     return Status::ok();
   }
   std::string describe() const override { return label_; }
@@ -145,7 +145,7 @@ class ResizeNearestOp : public CpuOp {
     const int rank = static_cast<int>(ys_.size());
     std::vector<int64_t> st = shape_strides(xs_);
     const int64_t inner = ys_[rank - 1], rows = shape_numel(ys_) / inner;
-    parallel_for(rows, [&](int64_t b, int64_t e) {
+    parallel_chunks(rows, [&](int64_t b, int64_t e) {
       for (int64_t r = b; r < e; ++r) {
         int64_t rem = r, off = 0;
         for (int d = rank - 2; d >= 0; --d) {

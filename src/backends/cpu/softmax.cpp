@@ -4,9 +4,9 @@
 
 #include <fmt/format.h>
 
+#include "backends/cpu/cpu_parallel.h"
 #include "backends/cpu/ops.h"
 #include "backends/cpu/vec_math.h"
-#include "core/parallel.h"
 
 namespace steadyocr::cpu {
 namespace {
@@ -65,11 +65,11 @@ class SoftmaxOp : public CpuOp {
     const float* x = ctx.f32(in_);
     float* y = ctx.f32(out_);
     if (inner_ == 1) {
-      parallel_for(
+      parallel_chunks(
           outer_, [&](int64_t b, int64_t e) { softmax_rows(x + b * len_, y + b * len_, e - b, len_); },
           std::max<int64_t>(1, 4096 / std::max<int64_t>(len_, 1)));
     } else {
-      parallel_for(outer_, [&](int64_t b, int64_t e) {
+      parallel_chunks(outer_, [&](int64_t b, int64_t e) {
         std::vector<float> tmp(static_cast<size_t>(2 * inner_));
         for (int64_t o = b; o < e; ++o) {
           softmax_strided(x + o * len_ * inner_, y + o * len_ * inner_, len_, inner_, tmp.data());

@@ -2,7 +2,7 @@
 
 #include <cstring>
 
-#include "core/parallel.h"
+#include "backends/cpu/cpu_parallel.h"
 
 namespace steadyocr::cpu {
 
@@ -18,7 +18,7 @@ void strided_copy(const uint8_t* src, const std::vector<int64_t>& src_strides, c
   }
   const int64_t inner = dims[rank - 1], rows = total / inner, inner_stride = src_strides[rank - 1];
   const auto es = static_cast<int64_t>(elem);
-  parallel_for(
+  parallel_chunks(
       rows,
       [&](int64_t b, int64_t e) {
         for (int64_t r = b; r < e; ++r) {
