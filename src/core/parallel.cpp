@@ -8,6 +8,14 @@
 namespace steadyocr {
 namespace {
 std::atomic<int> g_threads{0};
+thread_local bool t_serial = false;
+}  // namespace
+
+SerialScope::SerialScope() : previous_(t_serial) {
+  t_serial = true;
+}
+SerialScope::~SerialScope() {
+  t_serial = previous_;
 }
 
 void set_num_threads(int n) {
@@ -30,7 +38,7 @@ void parallel_for(int64_t n, const std::function<void(int64_t, int64_t)>& fn, in
   if (n <= 0) return;
   grain = std::max<int64_t>(grain, 1);
   int threads = static_cast<int>(std::min<int64_t>(num_threads(), (n + grain - 1) / grain));
-  if (threads <= 1 || omp_in_parallel()) {
+  if (threads <= 1 || omp_in_parallel() || t_serial) {
     fn(0, n);
     return;
   }
@@ -48,7 +56,7 @@ void parallel_for(int64_t n, const std::function<void(int64_t, int64_t)>& fn, in
 void parallel_for_each(int64_t n, const std::function<void(int64_t)>& fn, int max_threads) {
   if (n <= 0) return;
   int threads = static_cast<int>(std::min<int64_t>(max_threads > 0 ? max_threads : num_threads(), n));
-  if (threads <= 1 || omp_in_parallel()) {
+  if (threads <= 1 || omp_in_parallel() || t_serial) {
     for (int64_t i = 0; i < n; ++i) fn(i);
     return;
   }

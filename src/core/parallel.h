@@ -11,6 +11,19 @@ void set_num_threads(int n);
 int num_threads();
 bool in_parallel_region();
 
+// While alive, parallel_for / parallel_for_each called from this thread run inline: for threads that already run
+// one job each in parallel with others (a worker's concurrent images), where nested teams would oversubscribe.
+class SerialScope {
+ public:
+  SerialScope();
+  ~SerialScope();
+  SerialScope(const SerialScope&) = delete;
+  SerialScope& operator=(const SerialScope&) = delete;
+
+ private:
+  bool previous_;
+};
+
 // Calls fn(begin, end) on disjoint chunks covering [0, n). Chunks hold at least `grain` items.
 // Runs inline when n is small, one thread is configured, or we are already inside a parallel region.
 void parallel_for(int64_t n, const std::function<void(int64_t begin, int64_t end)>& fn, int64_t grain = 1);

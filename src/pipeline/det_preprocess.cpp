@@ -15,7 +15,7 @@ cv::Size det_input_size(int src_w, int src_h, int limit_side) {
   return {side(src_w), side(src_h)};
 }
 
-DetInput det_preprocess(const cv::Mat& bgr, int limit_side) {
+DetInput det_preprocess(const cv::Mat& bgr, int limit_side, int pad_multiple) {
   CV_Assert(bgr.type() == CV_8UC3);
   DetInput in;
   in.src_h = bgr.rows;
@@ -31,13 +31,18 @@ DetInput det_preprocess(const cv::Mat& bgr, int limit_side) {
   }
   static const float kMean[3] = {0.485f, 0.456f, 0.406f};
   static const float kStd[3] = {0.229f, 0.224f, 0.225f};
-  const int h = size.height, w = size.width;
-  in.tensor = Tensor::empty(DType::kF32, {1, 3, h, w});
+  const int h = size.height;
+  auto padded = [&](int s) { return pad_multiple > 0 ? (s + pad_multiple - 1) / pad_multiple * pad_multiple : s; };
+  in.input_h = padded(size.height);
+  in.input_w = padded(size.width);
+  const int w = in.input_w;
+  in.tensor = Tensor::empty(DType::kF32, {1, 3, in.input_h, w});
   float* dst = in.tensor.data<float>();
-  const size_t plane = static_cast<size_t>(h) * w;
+  const size_t plane = static_cast<size_t>(in.input_h) * w;
+  if (in.input_h != size.height || in.input_w != size.width) std::fill(dst, dst + 3 * plane, 0.f);
   for (int y = 0; y < h; ++y) {
     const uint8_t* row = resized.ptr<uint8_t>(y);
-    for (int x = 0; x < w; ++x) {
+    for (int x = 0; x < size.width; ++x) {
       for (int c = 0; c < 3; ++c) {
         float v = static_cast<float>(row[3 * x + c]) / 255.0f;
         dst[c * plane + static_cast<size_t>(y) * w + x] = (v - kMean[c]) / kStd[c];

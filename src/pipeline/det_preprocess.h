@@ -9,15 +9,18 @@
 namespace steadyocr::pipeline {
 
 struct DetInput {
-  Tensor tensor;  // f32 [1, 3, resized_h, resized_w]
+  Tensor tensor;  // f32 [1, 3, input_h, input_w]: the resized picture at the top left, zeros beyond
   int src_h = 0, src_w = 0;
   int resized_h = 0, resized_w = 0;
+  int input_h = 0, input_w = 0;  // resized sides padded up to the bucket (equal to them without one)
 };
 
 // The detector's input size for a picture of src_w x src_h (PaddleOCR's "max" limit type).
 cv::Size det_input_size(int src_w, int src_h, int limit_side);
 
-// Resizes (bilinear) and normalises an 8-bit BGR picture.
-DetInput det_preprocess(const cv::Mat& bgr, int limit_side = 960);
+// Resizes (bilinear) and normalises an 8-bit BGR picture. With `pad_multiple` > 0 the tensor's sides are padded
+// (zeros after normalisation, right and bottom) up to multiples of it, so pictures of many sizes share a few input
+// shapes.
+DetInput det_preprocess(const cv::Mat& bgr, int limit_side = 960, int pad_multiple = 0);
 
 }  // namespace steadyocr::pipeline

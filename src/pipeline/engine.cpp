@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
@@ -57,6 +58,17 @@ bool is_gpu_rung(const std::string& rung) {
 }
 bool is_worker_rung(const std::string& rung) {
   return is_gpu_rung(rung) || rung == "cpu-worker";
+}
+int worker_in_flight(const EngineOptions& options, const std::string& rung) {
+  if (options.worker_concurrency > 0) return options.worker_concurrency;
+  // Tuning override for benchmarks (not a user setting): images in flight per worker.
+  if (const char* e = std::getenv("STEADYOCR_WORKER_CONCURRENCY"); e && std::atoi(e) > 0) return std::atoi(e);
+  return is_gpu_rung(rung) ? 2 * std::max(1, num_threads()) : 4;
+}
+int worker_jobs(const EngineOptions& options, const std::string& rung) {
+  // A GPU worker's jobs spend most of their time waiting for the device or in short host stages: one thread per
+  // image in flight keeps the device's streams busy. A CPU worker's jobs each use every core.
+  return is_gpu_rung(rung) ? worker_in_flight(options, rung) : 2;
 }
 std::string backend_of_rung(const std::string& rung) {
   return rung == "cpu-worker" ? "cpu" : rung;
@@ -208,7 +220,7 @@ std::vector<EngineOutcome> OcrEngine::run_on(const std::string& rung, const std:
       std::lock_guard<std::mutex> lock(mu_);
       sup = workers_.at(rung).get();
     }
-    int width = std::max(1, options_.worker_concurrency);
+    int width = std::max(1, worker_in_flight(options_, rung));
     std::atomic<size_t> next{0};
     auto work = [&] {
       for (size_t i; (i = next++) < jobs.size();) {

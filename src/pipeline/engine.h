@@ -24,11 +24,14 @@ struct EngineOptions {
   DecodeLimits limits;
   // "auto": the ladder cuda-fp16 → cuda-fp32 → cpu → reference; a rung name pins that one rung.
   std::string backend = "auto";
-  bool require_gpu = false;         // GPU unavailability is an error carrying the doctor's finding, never a fallback
-  size_t gpu_mem_mb = 0;            // device memory budget for the CUDA backend (0 = none)
-  int threads = 0;                  // 0 = all cores
-  int job_timeout_ms = 120000;      // watchdog per image on a worker rung
-  int worker_concurrency = 4;       // images in flight per worker
+  bool require_gpu = false;     // GPU unavailability is an error carrying the doctor's finding, never a fallback
+  size_t gpu_mem_mb = 0;        // device memory budget for the CUDA backend (0 = none)
+  int threads = 0;              // 0 = all cores
+  int job_timeout_ms = 120000;  // watchdog per image on a worker rung
+  // Images in flight per worker (0: 2 per core for GPU rungs, whose worker reads that many at once, each on its own
+  // thread and device stream; 4 for other worker rungs, whose worker reads 2 at once with all cores).
+  // $STEADYOCR_WORKER_CONCURRENCY overrides the automatic value (benchmarks).
+  int worker_concurrency = 0;
   bool self_test = true;            // compare each rung's model outputs with the reference before serving
   bool reprobe = true;              // re-probe degraded rungs in the background and climb back
   int reprobe_backoff_ms = 5000;    // first re-probe delay (doubles up to 5 min)
@@ -53,6 +56,9 @@ struct ImageJob {
 // Rungs of the ladder by kind.
 bool is_gpu_rung(const std::string& rung);
 bool is_worker_rung(const std::string& rung);  // cuda-* and the test rung cpu-worker
+// Images sent to a worker rung's process at once, and how many of them it reads in parallel.
+int worker_in_flight(const EngineOptions& options, const std::string& rung);
+int worker_jobs(const EngineOptions& options, const std::string& rung);
 // The backend a rung runs on ("cpu-worker" → "cpu").
 std::string backend_of_rung(const std::string& rung);
 

@@ -5,10 +5,12 @@
 #include <cmath>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <random>
 
 #include "backends/reference/reference_backend.h"
 #include "core/log.h"
+#include "core/metrics.h"
 #include "core/parallel.h"
 #include "core/timer.h"
 #include "pipeline/engine.h"
@@ -190,7 +192,9 @@ std::string engine_options_to_json(const EngineOptions& o, const std::string& ru
       {"use_cls", p.use_cls},
       {"det_limit_side", p.det_limit_side},
       {"db", {{"thresh", p.db.thresh}, {"box_thresh", p.db.box_thresh}, {"unclip_ratio", p.db.unclip_ratio}}},
-      {"rec", {{"batch", p.rec.batch}, {"min_width", p.rec.min_width}}},
+      {"rec", {{"batch", p.rec.batch}, {"min_width", p.rec.min_width}, {"width_bucket", p.rec.width_bucket}}},
+      {"det_bucket", p.det_bucket},
+      {"worker_jobs", worker_jobs(o, rung)},
       {"drop_score", p.drop_score},
       {"limits", {{"max_side", o.limits.max_side}, {"max_pixels", o.limits.max_pixels}}},
       {"gpu_mem_mb", o.gpu_mem_mb},
@@ -218,6 +222,9 @@ Result<EngineOptions> engine_options_from_json(const std::string& text, std::str
     p.db.unclip_ratio = j.at("db").at("unclip_ratio");
     p.rec.batch = j.at("rec").at("batch");
     p.rec.min_width = j.at("rec").at("min_width");
+    p.rec.width_bucket = j.at("rec").value("width_bucket", 0);
+    p.det_bucket = j.value("det_bucket", 0);
+    o.worker_concurrency = j.value("worker_jobs", 2);
     p.drop_score = j.at("drop_score");
     o.limits.max_side = j.at("limits").at("max_side");
     o.limits.max_pixels = j.at("limits").at("max_pixels");
@@ -236,6 +243,10 @@ int worker_main(const std::string& config_json) {
   auto options = engine_options_from_json(config_json, &rung, &inject);
   if (!options.is_ok()) return runtime::refuse_worker(options.status());
   set_num_threads(options->threads);
+  if (const char* level = std::getenv("STEADYOCR_LOG_LEVEL")) {
+    log::Level lvl;
+    if (log::parse_level(level, &lvl)) log::set_level(lvl);
+  }
   Stopwatch sw;
   std::string summary;
   auto pipeline = build_rung_pipeline(backend_of_rung(rung), *options, options->self_test, &summary, inject);
@@ -248,12 +259,25 @@ int worker_main(const std::string& config_json) {
                 {"startup_ms", sw.elapsed_ms()}};
   const Pipeline& p = **pipeline;
   const DecodeLimits limits = options->limits;
-  auto handler = [&p, &limits](const runtime::Message& m) -> Result<runtime::Message> {
+  const int jobs = std::max(1, options->worker_concurrency);
+  auto handler = [&p, &limits, jobs](const runtime::Message& m) -> Result<runtime::Message> {
+    // With many jobs at once, each reads its image on its own thread (no nested thread teams).
+    std::optional<SerialScope> serial;
+    if (jobs > 2) serial.emplace();
     ASSIGN_OR_RETURN(OcrResult r,
                      process_image(p, reinterpret_cast<const uint8_t*>(m.payload.data()), m.payload.size(), limits));
     return runtime::Message{"{}", ocr_result_to_json(r)};
   };
-  return runtime::serve_worker(ready.dump(), handler, 2);
+  int rc = runtime::serve_worker(ready.dump(), handler, jobs);
+  // Planning and device stage totals of this worker's life, for benchmarks (STEADYOCR_LOG_LEVEL=debug).
+  std::string text = metrics::prometheus_text(), totals;
+  for (size_t at = 0, end; at < text.size(); at = end + 1) {
+    end = std::min(text.find('\n', at), text.size());
+    std::string line = text.substr(at, end - at);
+    if (line.rfind("steadyocr_cuda_", 0) == 0 || line.rfind("steadyocr_model_", 0) == 0) totals += "\n  " + line;
+  }
+  if (!totals.empty()) log::debug("worker", "{} totals:{}", rung, totals);
+  return rc;
 }
 
 }  // namespace steadyocr::pipeline

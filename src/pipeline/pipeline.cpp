@@ -1,12 +1,14 @@
 #include "pipeline/pipeline.h"
 
 #include <filesystem>
+#include <map>
 
 #include "core/log.h"
 #include "core/parallel.h"
 #include "core/timer.h"
 #include "pipeline/crop.h"
 #include "pipeline/det_preprocess.h"
+#include "pipeline/warm_up.h"
 
 namespace steadyocr::pipeline {
 
@@ -14,7 +16,8 @@ struct Pipeline::Work {
   const cv::Mat* image = nullptr;
   Status status;
   OcrResult result;
-  Tensor prob;  // detector output
+  Tensor prob;               // detector output
+  int map_h = 0, map_w = 0;  // the resized picture inside `prob` (smaller than prob when the input was padded)
   std::vector<DetBox> boxes;
   std::vector<cv::Mat> crops;
 };
@@ -28,12 +31,13 @@ ModelPaths model_paths_in(const std::string& dir) {
 namespace {
 
 Result<std::unique_ptr<runtime::Model>> load_model(const std::string& what, const std::string& path,
-                                                   const std::shared_ptr<Backend>& backend) {
+                                                   const std::shared_ptr<Backend>& backend,
+                                                   const runtime::ModelOptions& options) {
   if (!std::filesystem::exists(path)) {
     return not_found(what + " model " + path + " not found: pass --models DIR or --" + what +
                      "-model PATH (scripts/setup.sh fetches the PP-OCR models into models/)");
   }
-  auto m = runtime::Model::load(path, backend);
+  auto m = runtime::Model::load(path, backend, options);
   if (!m.is_ok()) return m.status().with_context("loading " + what + " model " + path);
   return m;
 }
@@ -52,15 +56,28 @@ int64_t static_dim(const std::vector<graph::Value*>& values, int axis) {
 Result<std::unique_ptr<Pipeline>> Pipeline::load(const ModelPaths& paths, std::shared_ptr<Backend> backend,
                                                  const PipelineOptions& options, const RunnerWrapper& wrap) {
   PipelineOptions opts = options;
+  if (opts.execution == ExecutionProfile::kAuto) {
+    opts.execution = backend->name().rfind("cuda", 0) == 0 ? ExecutionProfile::kDevice : ExecutionProfile::kHost;
+  }
+  const bool device = opts.execution == ExecutionProfile::kDevice;
+  runtime::ModelOptions model_options;
+  if (device) {
+    opts.rec.pad_batch = true;
+    model_options.max_replicas = std::max(1, opts.plan_instances);
+    model_options.reuse_generic_passes = true;  // exact det sizes and rec widths: most requests plan a new shape
+    model_options.max_cached_shapes = 64;       // device memory is plentiful; a repeated width skips planning
+  }
+  std::map<std::string, std::shared_ptr<runtime::Model>> raw;
   auto wrapped = [&](const char* stage, std::unique_ptr<runtime::Model> m) -> std::shared_ptr<runtime::Runner> {
     std::shared_ptr<runtime::Model> shared = std::move(m);
+    raw[stage] = shared;
     if (wrap) return wrap(stage, std::move(shared));
     return shared;
   };
   std::shared_ptr<runtime::Runner> det, rec, cls;
   Dictionary dict;
   if (opts.mode != OcrMode::kRecOnly) {
-    ASSIGN_OR_RETURN(std::unique_ptr<runtime::Model> m, load_model("det", paths.det, backend));
+    ASSIGN_OR_RETURN(std::unique_ptr<runtime::Model> m, load_model("det", paths.det, backend, model_options));
     det = wrapped("det", std::move(m));
   }
   if (opts.mode != OcrMode::kDetOnly) {
@@ -69,7 +86,7 @@ Result<std::unique_ptr<Pipeline>> Pipeline::load(const ModelPaths& paths, std::s
                        " not found: pass --models DIR or --dict PATH (the character list of the recognition model)");
     }
     ASSIGN_OR_RETURN(dict, Dictionary::load(paths.dict));
-    ASSIGN_OR_RETURN(std::unique_ptr<runtime::Model> m, load_model("rec", paths.rec, backend));
+    ASSIGN_OR_RETURN(std::unique_ptr<runtime::Model> m, load_model("rec", paths.rec, backend, model_options));
     int64_t classes = static_dim(m->graph().outputs(), -1);
     if (classes > 0 && classes != dict.num_classes()) {
       return invalid_argument("recognition model " + paths.rec + " has " + std::to_string(classes) +
@@ -82,11 +99,15 @@ Result<std::unique_ptr<Pipeline>> Pipeline::load(const ModelPaths& paths, std::s
     rec = wrapped("rec", std::move(m));
   }
   if (opts.use_cls && opts.mode != OcrMode::kDetOnly) {
-    ASSIGN_OR_RETURN(std::unique_ptr<runtime::Model> m, load_model("cls", paths.cls, backend));
+    ASSIGN_OR_RETURN(std::unique_ptr<runtime::Model> m, load_model("cls", paths.cls, backend, model_options));
     int64_t h = static_dim(m->graph().inputs(), 2), w = static_dim(m->graph().inputs(), 3);
     if (h > 0) opts.cls.height = static_cast<int>(h);
     if (w > 0) opts.cls.width = static_cast<int>(w);
     cls = wrapped("cls", std::move(m));
+  }
+  if (device && opts.warm_up) {
+    // On the models themselves, not through `wrap` (fault injection counts requests, and this is none).
+    RETURN_IF_ERROR(warm_up_models(raw["det"].get(), raw["rec"].get(), opts));
   }
   return std::make_unique<Pipeline>(std::move(det), std::move(rec), std::move(cls), std::move(dict), opts);
 }
@@ -107,10 +128,12 @@ std::string Pipeline::backend_name() const {
 Status Pipeline::detect(Work& w) const {
   if (!det_) return internal_error("pipeline built without a detection model");
   Stopwatch sw;
-  DetInput in = det_preprocess(*w.image, options_.det_limit_side);
+  DetInput in = det_preprocess(*w.image, options_.det_limit_side, options_.det_bucket);
   ASSIGN_OR_RETURN(w.prob, det_->run(in.tensor));
-  if (w.prob.dtype() != DType::kF32 || w.prob.numel() != int64_t{in.resized_h} * in.resized_w ||
-      w.prob.dim(-1) != in.resized_w) {
+  w.map_h = in.resized_h;
+  w.map_w = in.resized_w;
+  if (w.prob.dtype() != DType::kF32 || w.prob.numel() != int64_t{in.input_h} * in.input_w ||
+      w.prob.dim(-1) != in.input_w) {
     return internal_error("detection model returned " + w.prob.describe() + " for input " + in.tensor.describe() +
                           "; expected a f32[1, 1, H, W] probability map");
   }
@@ -121,9 +144,16 @@ Status Pipeline::detect(Work& w) const {
 void Pipeline::post_process(Work& w) const {
   Stopwatch sw;
   const cv::Mat& img = *w.image;
-  int map_w = static_cast<int>(w.prob.dim(-1));
-  int map_h = static_cast<int>(w.prob.numel() / map_w);
-  w.boxes = db_postprocess(w.prob.data<float>(), map_h, map_w, img.rows, img.cols, options_.db);
+  const int stride = static_cast<int>(w.prob.dim(-1));
+  const float* map = w.prob.data<float>();
+  std::vector<float> inner;
+  if (stride != w.map_w) {  // padded input: the part of the map that covers the picture, contiguous
+    inner.resize(static_cast<size_t>(w.map_h) * w.map_w);
+    for (int y = 0; y < w.map_h; ++y)
+      std::copy_n(map + static_cast<size_t>(y) * stride, w.map_w, &inner[y * size_t(w.map_w)]);
+    map = inner.data();
+  }
+  w.boxes = db_postprocess(map, w.map_h, w.map_w, img.rows, img.cols, options_.db);
   w.prob = Tensor();
   if (options_.mode == OcrMode::kFull) {
     w.crops.resize(w.boxes.size());
@@ -176,16 +206,29 @@ std::vector<Result<OcrResult>> Pipeline::run_many(const std::vector<cv::Mat>& im
       work[i].status = invalid_argument("the pipeline takes 8-bit BGR pictures (got an empty or other-type image)");
     }
   }
-  if (options_.mode != OcrMode::kRecOnly) {
-    for (auto& w : work) {
-      if (w.status.is_ok()) w.status = detect(w);
-    }
+  if (options_.execution == ExecutionProfile::kDevice) {
+    // Each thread takes whole pictures: one picture's host stages overlap others' model runs, which go to separate
+    // prepared instances (streams) of the device.
     parallel_for_each(static_cast<int64_t>(work.size()), [&](int64_t i) {
-      if (work[i].status.is_ok()) post_process(work[i]);
+      Work& w = work[i];
+      if (w.status.is_ok() && options_.mode != OcrMode::kRecOnly) {
+        w.status = detect(w);
+        if (w.status.is_ok()) post_process(w);
+      }
+      if (w.status.is_ok()) w.status = read_lines(w);
     });
-  }
-  for (auto& w : work) {
-    if (w.status.is_ok()) w.status = read_lines(w);
+  } else {
+    if (options_.mode != OcrMode::kRecOnly) {
+      for (auto& w : work) {
+        if (w.status.is_ok()) w.status = detect(w);
+      }
+      parallel_for_each(static_cast<int64_t>(work.size()), [&](int64_t i) {
+        if (work[i].status.is_ok()) post_process(work[i]);
+      });
+    }
+    for (auto& w : work) {
+      if (w.status.is_ok()) w.status = read_lines(w);
+    }
   }
   std::vector<Result<OcrResult>> out;
   out.reserve(work.size());

@@ -35,14 +35,29 @@ enum class OcrMode {
   kRecOnly,  // each picture is one text line: no detection, read the whole picture
 };
 
+// How the work is spread over the machine; never changes results.
+enum class ExecutionProfile {
+  kAuto,    // kDevice for GPU backends, kHost otherwise
+  kHost,    // model stages one picture at a time with all threads (CPU kernels use every core)
+  kDevice,  // whole pictures in parallel (models run concurrently on their own streams), full recognition batches,
+            // several prepared instances per shape, the bucketed shapes planned at load
+};
+
 struct PipelineOptions {
   OcrMode mode = OcrMode::kFull;
   bool use_cls = false;
   int det_limit_side = 960;  // longer side of the detector input
+  // Detector input sides padded (zeros, right and bottom) up to multiples of this (0: none, as PaddleOCR); the map is
+  // read back inside the resized picture only. Few distinct input shapes for GPU backends.
+  int det_bucket = 0;
   DbOptions db;
   RecOptions rec;
   ClsOptions cls;
   float drop_score = 0.5f;  // lines read with a lower score are dropped (full mode)
+  ExecutionProfile execution = ExecutionProfile::kAuto;
+  int plan_instances = 4;         // kDevice: prepared instances per input shape (concurrent pictures)
+  bool warm_up = true;            // kDevice: plan the bucketed det/rec shapes at load
+  int warm_rec_max_width = 1280;  // kDevice: widest recognition bucket planned at load (wider ones on demand)
 };
 
 struct TextLine {

@@ -31,7 +31,12 @@ void rec_normalize(const cv::Mat& crop, int height, int width, float* dst) {
 
 int rec_batch_width(double max_ratio, const RecOptions& options) {
   double ratio = std::max(options.min_width / static_cast<double>(options.height), max_ratio);
-  return static_cast<int>(options.height * ratio);
+  int width = static_cast<int>(options.height * ratio);
+  if (options.width_bucket > 0 && width > options.min_width) {
+    const int over = width - options.min_width;
+    width = options.min_width + (over + options.width_bucket - 1) / options.width_bucket * options.width_bucket;
+  }
+  return width;
 }
 
 Result<std::vector<RecText>> Recognizer::recognize(const std::vector<cv::Mat>& crops) const {
@@ -51,13 +56,15 @@ Result<std::vector<RecText>> Recognizer::recognize(const std::vector<cv::Mat>& c
     double max_ratio = 0;
     for (size_t k = 0; k < n; ++k) max_ratio = std::max(max_ratio, ratio[order[start + k]]);
     const int w = rec_batch_width(max_ratio, options_);
-    Tensor input = Tensor::empty(DType::kF32, {static_cast<int64_t>(n), 3, h, w});
+    const size_t rows = options_.pad_batch ? batch : n;
+    Tensor input = Tensor::empty(DType::kF32, {static_cast<int64_t>(rows), 3, h, w});
     float* base = input.data<float>();
+    if (rows > n) std::fill(base + n * 3 * h * w, base + rows * 3 * h * w, 0.f);
     parallel_for(static_cast<int64_t>(n), [&](int64_t b, int64_t e) {
       for (int64_t k = b; k < e; ++k) rec_normalize(crops[order[start + k]], h, w, base + k * 3 * h * w);
     });
     ASSIGN_OR_RETURN(Tensor probs, model_->run(input));
-    if (probs.dtype() != DType::kF32 || probs.rank() != 3 || probs.dim(0) != static_cast<int64_t>(n)) {
+    if (probs.dtype() != DType::kF32 || probs.rank() != 3 || probs.dim(0) != static_cast<int64_t>(rows)) {
       return internal_error("recognition model returned " + probs.describe() + " for input " + input.describe() +
                             "; expected f32[batch, steps, classes]");
     }

@@ -18,13 +18,19 @@ struct RecOptions {
   int height = 48;      // model input height
   int min_width = 320;  // a batch is at least this wide
   int batch = 6;        // crops per model run
+  // Batch widths above min_width rounded up to min_width + k * width_bucket (0: exact, as PaddleOCR). Few distinct
+  // input shapes, so GPU backends plan (and capture) each width once instead of for nearly every batch.
+  int width_bucket = 0;
+  // The last, smaller batch padded with blank rows to `batch` (results unchanged: rows are independent), so every
+  // model run has `batch` rows. For GPU backends, where the padding is free and a new shape is not.
+  bool pad_batch = false;
 };
 
 // Writes one crop into `dst` (3 x height x width floats, CHW): resized (bilinear) to `height` rows keeping its
 // aspect ratio (ceil), capped at `width` columns, scaled to [-1, 1], zeros to the right.
 void rec_normalize(const cv::Mat& crop, int height, int width, float* dst);
 
-// Input width of a batch whose widest crop has aspect ratio `max_ratio` (width / height).
+// Input width of a batch whose widest crop has aspect ratio `max_ratio` (width / height), bucketed as configured.
 int rec_batch_width(double max_ratio, const RecOptions& options);
 
 class Recognizer {

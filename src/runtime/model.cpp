@@ -1,11 +1,42 @@
 #include "runtime/model.h"
 
+#include <cmath>
+#include <random>
+
+#include "backends/reference/reference_backend.h"
 #include "core/log.h"
+#include "core/metrics.h"
 #include "core/timer.h"
 #include "graph/onnx_import.h"
 #include "graph/passes/passes.h"
 
 namespace steadyocr::runtime {
+namespace {
+
+// A small input for checking the generic passes: the declared shape with each free axis set to a different size
+// (batch 1, then 64, 96, ...), so that a pass confusing two dynamic spatial axes would show.
+Shape probe_shape(const Shape& declared) {
+  Shape s = declared;
+  int64_t next = 64;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] > 0) continue;
+    s[i] = i == 0 ? 1 : next;
+    if (i != 0) next += 32;
+  }
+  return s;
+}
+
+// The oracle that checks graphs: the reference kernels (no set-up cost, unlike a JIT backend).
+Result<Tensor> run_on_reference(const graph::Graph& g, const Tensor& x) {
+  static const std::shared_ptr<Backend> ref(make_reference_backend());
+  ASSIGN_OR_RETURN(std::unique_ptr<PreparedGraph> p, ref->prepare(g));
+  std::vector<Tensor> outs;
+  RETURN_IF_ERROR(p->run({x}, &outs));
+  if (outs.size() != 1) return internal_error("expected one output");
+  return std::move(outs[0]);
+}
+
+}  // namespace
 
 Result<std::unique_ptr<Model>> Model::load(const std::string& path, std::shared_ptr<Backend> backend,
                                            ModelOptions options) {
@@ -21,7 +52,73 @@ Result<std::unique_ptr<Model>> Model::load(const std::string& path, std::shared_
   m->graph_ = std::move(g);
   m->backend_ = std::move(backend);
   m->options_ = options;
+  if (options.optimize && options.reuse_generic_passes) m->prepare_generic_graph();
   return m;
+}
+
+void Model::prepare_generic_graph() {
+  Stopwatch sw;
+  graph::Graph generic = graph_.clone();
+  Status s = graph::optimize(generic, options_.passes);
+  if (!s.is_ok()) {
+    log::debug("runtime", "{}: passes on the dynamic graph failed ({}); every shape runs them", graph_.name(),
+               s.to_string());
+    return;
+  }
+  // The same computation as the plain path (specialise, then optimise) on a probe shape, or not used at all.
+  const Shape probe = probe_shape(graph_.inputs()[0]->shape);
+  auto check = [&]() -> Result<bool> {
+    graph::Graph plain = graph_.clone();
+    RETURN_IF_ERROR(graph::specialize(plain, {probe}));
+    RETURN_IF_ERROR(graph::optimize(plain, options_.passes));
+    graph::Graph fast = generic.clone();
+    RETURN_IF_ERROR(graph::specialize(fast, {probe}));
+    RETURN_IF_ERROR(graph::optimize(fast, options_.passes));
+    if (fast.node_count() != plain.node_count() || fast.op_histogram() != plain.op_histogram()) return false;
+    Tensor x = Tensor::empty(DType::kF32, probe);
+    std::mt19937 rng(7);
+    std::uniform_real_distribution<float> u(-1.f, 1.f);
+    for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = u(rng);
+    ASSIGN_OR_RETURN(Tensor a, run_on_reference(plain, x));
+    ASSIGN_OR_RETURN(Tensor b, run_on_reference(fast, x));
+    if (a.shape() != b.shape() || a.dtype() != DType::kF32 || b.dtype() != DType::kF32) return false;
+    double num = 0, den = 0;
+    for (int64_t i = 0; i < a.numel(); ++i) {
+      double d = static_cast<double>(a.data<float>()[i]) - b.data<float>()[i];
+      if (!std::isfinite(d)) return false;
+      num += d * d;
+      den += static_cast<double>(a.data<float>()[i]) * a.data<float>()[i];
+    }
+    return num <= 1e-12 * std::max(den, 1e-30);
+  };
+  auto same = check();
+  if (!same.is_ok() || !*same) {
+    log::info("runtime",
+              "{}: the pre-optimised graph does not reproduce the plain passes on {} ({}); every new shape "
+              "runs the whole pass pipeline",
+              graph_.name(), shape_str(probe), same.is_ok() ? "outputs differ" : same.status().to_string());
+    return;
+  }
+  generic_ = std::move(generic);
+  has_generic_ = true;
+  stats_.generic_passes = true;
+  log::debug("runtime", "{}: generic passes ready in {:.1f} ms", graph_.name(), sw.elapsed_ms());
+}
+
+Result<graph::Graph> Model::specialized_graph(const Shape& shape) const {
+  if (has_generic_) {
+    graph::Graph g = generic_.clone();
+    Status s = graph::specialize(g, {shape});
+    if (s.is_ok()) s = graph::optimize(g, options_.passes);
+    if (s.is_ok()) return g;
+    // The plain path below gives the error its usual wording (or succeeds where this did not).
+    log::debug("runtime", "{}: generic graph for {} failed ({}); running every pass", graph_.name(), shape_str(shape),
+               s.to_string());
+  }
+  graph::Graph g = graph_.clone();
+  RETURN_IF_ERROR(graph::specialize(g, {shape}));
+  if (options_.optimize) RETURN_IF_ERROR(graph::optimize(g, options_.passes));
+  return g;
 }
 
 Result<std::shared_ptr<Model::Plan>> Model::plan_for(const Shape& shape) {
@@ -37,25 +134,37 @@ Result<std::shared_ptr<Model::Plan>> Model::plan_for(const Shape& shape) {
     }
   }
   // Plan outside the lock: other shapes keep running meanwhile. Two threads may race to build the same
-  // shape; the loser's plan is dropped, which costs time but never correctness.
+  // shape; the loser's instance becomes a replica when allowed, else it is dropped.
   Stopwatch sw;
-  graph::Graph g = graph_.clone();
-  RETURN_IF_ERROR(graph::specialize(g, {shape}));
-  if (options_.optimize) RETURN_IF_ERROR(graph::optimize(g, options_.passes));
+  ASSIGN_OR_RETURN(graph::Graph g, specialized_graph(shape));
+  const double passes_ms = sw.elapsed_ms();
   auto prepared = backend_->prepare(g);
+  metrics::inc("steadyocr_model_plan_ms_total", {{"phase", "passes"}}, passes_ms);
+  metrics::inc("steadyocr_model_plan_ms_total", {{"phase", "prepare"}}, sw.elapsed_ms() - passes_ms);
+  metrics::inc("steadyocr_model_plans_total", {{"model", graph_.name()}});
   if (!prepared.is_ok()) {
     return prepared.status().with_context("preparing " + path_ + " for input " + shape_str(shape) + " on backend " +
                                           backend_->name());
   }
   auto plan = std::make_shared<Plan>();
   plan->shape = shape;
-  plan->prepared = std::move(prepared).value();
+  plan->graph = std::move(g);
+  plan->replicas.push_back(std::move(prepared).value());
+  plan->busy.push_back(false);
+  plan->limit = std::max(1, options_.max_replicas);
   double ms = sw.elapsed_ms();
   log::debug("runtime", "planned {} for {} on {} in {:.1f} ms", graph_.name(), shape_str(shape), backend_->name(), ms);
 
   std::lock_guard<std::mutex> lock(mu_);
   for (auto& p : plans_) {
-    if (p->shape == shape) return p;
+    if (p->shape != shape) continue;
+    if (static_cast<int>(p->replicas.size()) + p->building < p->limit) {
+      p->replicas.push_back(std::move(plan->replicas.front()));
+      p->busy.push_back(false);
+      ++stats_.replicas_built;
+      freed_.notify_all();
+    }
+    return p;
   }
   plans_.push_front(plan);
   ++stats_.plans_built;
@@ -67,22 +176,78 @@ Result<std::shared_ptr<Model::Plan>> Model::plan_for(const Shape& shape) {
   return plan;
 }
 
+Result<std::pair<size_t, PreparedGraph*>> Model::acquire(Plan& plan) {
+  // Waiting for a busy instance (one run, milliseconds) beats preparing another one on the request's time; extra
+  // instances come from warm_up() or from two callers planning the same new shape at once.
+  std::unique_lock<std::mutex> lock(mu_);
+  for (;;) {
+    for (size_t i = 0; i < plan.busy.size(); ++i) {
+      if (!plan.busy[i]) {
+        plan.busy[i] = true;
+        return std::make_pair(i, plan.replicas[i].get());
+      }
+    }
+    if (plan.replicas.empty()) return internal_error("plan for " + shape_str(plan.shape) + " has no instance");
+    freed_.wait(lock);
+  }
+}
+
 Result<Tensor> Model::run(const Tensor& input) {
   if (input.dtype() != DType::kF32) {
     return invalid_argument(std::string("model input must be f32, got ") + dtype_name(input.dtype()));
   }
   ASSIGN_OR_RETURN(std::shared_ptr<Plan> plan, plan_for(input.shape()));
+  ASSIGN_OR_RETURN(auto taken, acquire(*plan));
+  const auto [slot, prepared] = taken;
   std::vector<Tensor> outs;
-  {
-    std::lock_guard<std::mutex> lock(plan->run_mu);
-    RETURN_IF_ERROR(plan->prepared->run({input}, &outs));
-  }
+  Status s = prepared->run({input}, &outs);
   {
     std::lock_guard<std::mutex> lock(mu_);
-    ++stats_.runs;
+    plan->busy[slot] = false;
+    if (s.is_ok()) ++stats_.runs;
   }
+  freed_.notify_all();
+  RETURN_IF_ERROR(s);
   if (outs.size() != 1) return internal_error("backend returned " + std::to_string(outs.size()) + " outputs");
   return std::move(outs[0]);
+}
+
+Status Model::warm_up(const Tensor& input, int instances, int runs) {
+  ASSIGN_OR_RETURN(std::shared_ptr<Plan> plan, plan_for(input.shape()));
+  std::unique_lock<std::mutex> lock(mu_);
+  while (static_cast<int>(plan->replicas.size()) + plan->building < std::min(instances, plan->limit)) {
+    ++plan->building;
+    lock.unlock();
+    auto prepared = backend_->prepare(plan->graph);
+    lock.lock();
+    --plan->building;
+    if (!prepared.is_ok()) {
+      plan->limit = std::max<int>(1, static_cast<int>(plan->replicas.size()));
+      log::info("runtime", "{}: warm-up prepared {} instances for {} ({})", graph_.name(), plan->replicas.size(),
+                shape_str(plan->shape), prepared.status().to_string());
+      break;
+    }
+    plan->replicas.push_back(std::move(prepared).value());
+    plan->busy.push_back(false);
+    ++stats_.replicas_built;
+  }
+  // Each instance in turn (waiting while a request uses it).
+  for (size_t i = 0; i < plan->replicas.size(); ++i) {
+    freed_.wait(lock, [&] { return !plan->busy[i]; });
+    plan->busy[i] = true;
+    PreparedGraph* prepared = plan->replicas[i].get();
+    lock.unlock();
+    Status s;
+    for (int r = 0; r < runs && s.is_ok(); ++r) {
+      std::vector<Tensor> outs;
+      s = prepared->run({input}, &outs);
+    }
+    lock.lock();
+    plan->busy[i] = false;
+    freed_.notify_all();
+    RETURN_IF_ERROR(s.with_context("warming up " + path_ + " for " + shape_str(plan->shape)));
+  }
+  return Status::ok();
 }
 
 void Model::clear_plans() {

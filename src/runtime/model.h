@@ -2,10 +2,12 @@
 // (bounded cache), and runs. This is what the pipeline calls.
 #pragma once
 
+#include <condition_variable>
 #include <list>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "backends/backend.h"
 #include "core/status.h"
@@ -19,13 +21,23 @@ struct ModelOptions {
   bool optimize = true;  // run the graph passes after specialisation
   graph::PassOptions passes;
   size_t max_cached_shapes = 24;  // prepared plans kept (least recently used dropped first)
+  // Prepared instances per input shape that warm_up() (or two callers planning a new shape at once) may create;
+  // concurrent calls of one shape run on separate instances (each with its own stream and buffers on a GPU) and
+  // wait when all are busy. 1 serialises them (right for CPU backends, whose runs use every core).
+  int max_replicas = 1;
+  // Runs the shape-independent passes once on the dynamic graph and specialises that per shape (a few ms instead
+  // of the whole pass pipeline per new shape). Checked at load against the plain path on the reference backend
+  // (a few hundred ms, once), and turned off for the model on a mismatch. Pays off when many shapes get planned.
+  bool reuse_generic_passes = false;
 };
 
 struct ModelStats {
   uint64_t runs = 0;
   uint64_t plans_built = 0;  // first run of a new input shape
   uint64_t plans_evicted = 0;
-  double plan_ms_total = 0;  // time spent specialising + preparing
+  uint64_t replicas_built = 0;  // extra instances of an already planned shape (warm-up, racing callers)
+  double plan_ms_total = 0;     // time spent specialising + preparing
+  bool generic_passes = false;  // new shapes start from the pre-optimised graph
 };
 
 // What the pipeline runs a model through: a plain Model, or the engine's ladder-aware runner.
@@ -45,7 +57,7 @@ class Model : public Runner {
                                              ModelOptions options = {});
 
   // Runs one input (f32, NCHW) and returns the single output. Thread-safe; calls on the same input
-  // shape are serialised on that shape's plan.
+  // shape share that shape's prepared instances (max_replicas), each serving one call at a time.
   Result<Tensor> run(const Tensor& input) override;
   std::string backend_name() const override { return backend_->name(); }
 
@@ -55,21 +67,36 @@ class Model : public Runner {
   ModelStats stats() const;
   // Drops every cached plan (and the device memory it holds); the next run plans again. Used on OOM.
   void clear_plans();
+  // Plans `input`'s shape now with up to `instances` prepared instances (max_replicas caps it) and runs each one
+  // `runs` times, so that planning, calibration and graph capture happen before the first request of that shape.
+  Status warm_up(const Tensor& input, int instances, int runs);
 
  private:
+  // One input shape: its optimised graph and the prepared instances (fields below `graph` guarded by mu_).
   struct Plan {
     Shape shape;
-    std::unique_ptr<PreparedGraph> prepared;
-    std::mutex run_mu;
+    graph::Graph graph;
+    std::vector<std::unique_ptr<PreparedGraph>> replicas;
+    std::vector<bool> busy;
+    int building = 0;  // replicas being prepared now (warm_up)
+    int limit = 1;     // lowered when preparing another replica fails
   };
   Model() = default;
   Result<std::shared_ptr<Plan>> plan_for(const Shape& shape);
+  Result<graph::Graph> specialized_graph(const Shape& shape) const;
+  // Optimises the dynamic graph once and keeps it when it specialises to the same computation as the plain path.
+  void prepare_generic_graph();
+  // Takes a free instance of `plan`, waiting while all are busy.
+  Result<std::pair<size_t, PreparedGraph*>> acquire(Plan& plan);
 
   std::string path_;
   graph::Graph graph_;
+  graph::Graph generic_;  // graph_ after the shape-independent passes (valid when has_generic_)
+  bool has_generic_ = false;
   std::shared_ptr<Backend> backend_;
   ModelOptions options_;
   mutable std::mutex mu_;
+  std::condition_variable freed_;           // an instance became free or was added
   std::list<std::shared_ptr<Plan>> plans_;  // most recently used first
   ModelStats stats_;
 };

@@ -106,6 +106,17 @@ DeviceMemory::~DeviceMemory() {
   if (pool && ptr) pool->give_back(ptr, bytes);
 }
 
+DevicePool::DevicePool(int device, size_t budget_bytes) : device_(device), budget_(budget_bytes) {
+  // Without a budget, cache up to an eighth of the device (at least 1 GiB): a stream of new shapes (rec widths) keeps
+  // retiring and creating plans, and every cudaFree would synchronise the whole device.
+  size_t free_bytes = 0, total = 0;
+  if (cudaSetDevice(device) != cudaSuccess || cudaMemGetInfo(&free_bytes, &total) != cudaSuccess) {
+    (void)cudaGetLastError();
+    total = 0;
+  }
+  cache_cap_ = budget_ > 0 ? std::min(kMaxCachedBytes, budget_ / 4) : std::max(kMaxCachedBytes, total / 8);
+}
+
 DevicePool::~DevicePool() {
   trim();
 }
@@ -168,8 +179,7 @@ void DevicePool::give_back(void* ptr, size_t bytes) {
   in_use_ -= bytes;
   cached_.emplace(bytes, ptr);
   cached_bytes_ += bytes;
-  size_t cap = budget_ > 0 ? std::min(kMaxCachedBytes, budget_ / 4) : kMaxCachedBytes;
-  while (cached_bytes_ > cap && !cached_.empty()) {
+  while (cached_bytes_ > cache_cap_ && !cached_.empty()) {
     auto last = std::prev(cached_.end());  // largest first
     cudaFree(last->second);
     cached_bytes_ -= last->first;

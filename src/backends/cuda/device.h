@@ -33,7 +33,7 @@ using DeviceMemoryPtr = std::shared_ptr<DeviceMemory>;
 // switching between buckets does not call cudaMalloc/cudaFree (which synchronise the device) in steady state.
 class DevicePool : public std::enable_shared_from_this<DevicePool> {
  public:
-  DevicePool(int device, size_t budget_bytes) : device_(device), budget_(budget_bytes) {}
+  DevicePool(int device, size_t budget_bytes);
   ~DevicePool();
   // Allocates at least `bytes` (rounded up); `what` names the use in errors. Fails with kResourceExhausted when
   // the budget would be exceeded and kOutOfMemory when the device has no memory left.
@@ -50,7 +50,8 @@ class DevicePool : public std::enable_shared_from_this<DevicePool> {
   void publish_locked();
 
   int device_;
-  size_t budget_;  // 0 = none
+  size_t budget_;     // 0 = none
+  size_t cache_cap_;  // cached bytes above this go back to the driver (cudaFree stalls every stream)
   mutable std::mutex mu_;
   std::multimap<size_t, void*> cached_;
   size_t in_use_ = 0, cached_bytes_ = 0;

@@ -38,12 +38,14 @@ Status CudaPreparedGraph::init(const graph::Graph& g) {
   graph_ = g.clone();
   role_ = model_role(graph_);
   signature_ = model_signature(graph_);
+  Stopwatch setup;
   ASSIGN_OR_RETURN(handles_, dev.acquire_handles());
   SO_GPU_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
   for (auto& e : events_) SO_GPU_CHECK(cudaEventCreate(&e));
   SO_GPU_CHECK(cudnnSetStream(handles_.cudnn, stream_));
   SO_GPU_CHECK(cublasSetStream(handles_.cublas, stream_));
   SO_GPU_CHECK(cublasSetWorkspace(handles_.cublas, handles_.cublas_workspace->ptr, handles_.cublas_workspace->bytes));
+  metrics::inc("steadyocr_cuda_prepare_ms_total", {{"phase", "setup"}}, setup.elapsed_ms());
   PlanOptions opts;
   opts.precision = state_->precision;
   if (state_->precision == Precision::kF16) {
@@ -60,11 +62,6 @@ Status CudaPreparedGraph::init(const graph::Graph& g) {
   built_f32_ = opts.force_f32;
   PlanBuilder builder(dev, handles_.cudnn, graph_, opts);
   ASSIGN_OR_RETURN(plan_, builder.build());
-  for (const DevTensor& t : plan_->inputs) {
-    ASSIGN_OR_RETURN(PinnedPtr p, dev.pinned()->get(t.nbytes()));
-    pinned_in_.push_back(std::move(p));
-  }
-  pinned_out_.resize(plan_->outputs.size());
   return Status::ok();
 }
 
@@ -104,16 +101,19 @@ ExecContext CudaPreparedGraph::context(const Plan& plan) const {
 
 Status CudaPreparedGraph::stage_inputs(const Plan& plan, const std::vector<Tensor>& inputs) {
   Stopwatch sw;
+  staging_.clear();
   SO_GPU_CHECK(cudaEventRecord(events_[0], stream_));
   for (size_t i = 0; i < inputs.size(); ++i) {
     const DevTensor& t = plan.inputs[i];
-    // Page-locked inputs go straight to the device; others through our pinned staging buffer (one host copy).
+    // Page-locked inputs go straight to the device; others through a pinned staging buffer (one host copy).
     const void* src = inputs[i].raw();
     cudaPointerAttributes attr{};
     if (cudaPointerGetAttributes(&attr, src) != cudaSuccess || attr.type != cudaMemoryTypeHost) {
       (void)cudaGetLastError();
-      std::memcpy(pinned_in_[i]->ptr, src, t.nbytes());
-      src = pinned_in_[i]->ptr;
+      ASSIGN_OR_RETURN(PinnedPtr buf, state_->device->pinned()->get(t.nbytes()));
+      std::memcpy(buf->ptr, src, t.nbytes());
+      src = buf->ptr;
+      staging_.push_back(std::move(buf));
     }
     SO_GPU_CHECK(cudaMemcpyAsync(plan.bindings.ptr(t.ref), src, t.nbytes(), cudaMemcpyHostToDevice, stream_));
   }
@@ -244,26 +244,18 @@ Status CudaPreparedGraph::run_once(const std::vector<Tensor>& inputs, std::vecto
     RETURN_IF_ERROR(enqueue_plan(plan, ctx, state_->debug_sync));
   }
   SO_GPU_CHECK(cudaEventRecord(events_[2], stream_));
-  // Outputs land in pinned buffers handed to the caller as is; a buffer is reused only once the caller let go.
+  // Outputs land in pinned buffers from the pool handed to the caller as is; each goes back to the pool when the
+  // caller lets go.
   std::vector<PinnedPtr> outs;
   for (size_t i = 0; i < plan.outputs.size(); ++i) {
     const DevTensor& t = plan.outputs[i];
-    PinnedPtr buf;
-    for (auto& b : pinned_out_[i]) {
-      if (b.use_count() == 1) {
-        buf = b;
-        break;
-      }
-    }
-    if (!buf) {
-      ASSIGN_OR_RETURN(buf, state_->device->pinned()->get(t.nbytes()));
-      if (pinned_out_[i].size() < 4) pinned_out_[i].push_back(buf);
-    }
+    ASSIGN_OR_RETURN(PinnedPtr buf, state_->device->pinned()->get(t.nbytes()));
     SO_GPU_CHECK(cudaMemcpyAsync(buf->ptr, plan.bindings.ptr(t.ref), t.nbytes(), cudaMemcpyDeviceToHost, stream_));
     outs.push_back(std::move(buf));
   }
   SO_GPU_CHECK(cudaEventRecord(events_[3], stream_));
   SO_GPU_CHECK(cudaStreamSynchronize(stream_));
+  staging_.clear();
   record_stage_times();
   outputs->clear();
   for (size_t i = 0; i < outs.size(); ++i) {

@@ -47,8 +47,9 @@ class CudaPreparedGraph final : public PreparedGraph {
   cudaGraphExec_t exec_ = nullptr;
   bool graph_disabled_ = false;
   int good_runs_ = 0;
-  std::vector<PinnedPtr> pinned_in_;
-  std::vector<std::vector<PinnedPtr>> pinned_out_;
+  // Host staging of the run in flight, from the device's pinned pool (never held between runs: a plan of a shape
+  // seen once would otherwise keep page-locked memory that only a cudaHostAlloc can replace).
+  std::vector<PinnedPtr> staging_;
 };
 
 // Enqueues every step of `plan` (eagerly) on ctx.stream; errors name the step. With sync_each, waits for each

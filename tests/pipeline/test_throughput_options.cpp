@@ -1,0 +1,151 @@
+// Options that shape GPU throughput: recognition width buckets, padded batches, detector input buckets, the device
+// execution profile (pictures in parallel, generic passes) and the shapes planned at load. The ones that must not
+// change results are checked against the plain pipeline on the real models.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include "pipeline/det_preprocess.h"
+#include "pipeline/engine.h"
+#include "pipeline/image_decode.h"
+#include "pipeline/pipeline.h"
+#include "pipeline/recognizer.h"
+#include "pipeline/warm_up.h"
+#include "runtime/backend_registry.h"
+#include "test_util.h"
+
+namespace steadyocr::pipeline {
+namespace {
+
+TEST(RecBatchWidth, BucketsRoundUpAboveTheMinimumOnly) {
+  RecOptions o;  // height 48, min_width 320
+  EXPECT_EQ(rec_batch_width(2.0, o), 320);
+  EXPECT_EQ(rec_batch_width(7.0, o), 336);  // exact: int(48 * 7)
+  o.width_bucket = 64;
+  EXPECT_EQ(rec_batch_width(2.0, o), 320);
+  EXPECT_EQ(rec_batch_width(320.0 / 48, o), 320);
+  EXPECT_EQ(rec_batch_width(7.0, o), 384);
+  EXPECT_EQ(rec_batch_width(1000.0 / 48, o), 1024);
+}
+
+TEST(DetPreprocess, PaddingKeepsThePictureTopLeftAndZerosElsewhere) {
+  cv::Mat img(100, 70, CV_8UC3);
+  cv::randu(img, 0, 255);
+  DetInput plain = det_preprocess(img, 960);
+  DetInput padded = det_preprocess(img, 960, 64);
+  ASSERT_EQ(plain.resized_h, 96);
+  ASSERT_EQ(plain.resized_w, 64);
+  EXPECT_EQ(plain.input_h, 96);
+  EXPECT_EQ(padded.resized_h, 96);
+  EXPECT_EQ(padded.input_h, 128);
+  EXPECT_EQ(padded.input_w, 64);
+  ASSERT_EQ(padded.tensor.shape(), (Shape{1, 3, 128, 64}));
+  const float* a = plain.tensor.data<float>();
+  const float* b = padded.tensor.data<float>();
+  for (int c = 0; c < 3; ++c) {
+    for (int y = 0; y < 128; ++y) {
+      for (int x = 0; x < 64; ++x) {
+        float got = b[(c * 128 + y) * 64 + x];
+        if (y < 96) {
+          ASSERT_EQ(got, a[(c * 96 + y) * 64 + x]) << c << "," << y << "," << x;
+        } else {
+          ASSERT_EQ(got, 0.f) << c << "," << y << "," << x;
+        }
+      }
+    }
+  }
+}
+
+TEST(WarmShapes, BucketsUpToTheLimitInBothOrientations) {
+  PipelineOptions o;
+  EXPECT_TRUE(det_warm_shapes(o).empty());
+  EXPECT_TRUE(rec_warm_shapes(o).empty());
+  o.det_bucket = 320;
+  auto det = det_warm_shapes(o);
+  ASSERT_EQ(det.size(), 5u);
+  EXPECT_EQ(det[0], (Shape{1, 3, 960, 320}));
+  EXPECT_EQ(det[1], (Shape{1, 3, 320, 960}));
+  EXPECT_EQ(det[4], (Shape{1, 3, 960, 960}));
+  o.rec.width_bucket = 160;
+  o.warm_rec_max_width = 800;
+  auto rec = rec_warm_shapes(o);
+  ASSERT_EQ(rec.size(), 4u);  // 320 480 640 800
+  EXPECT_EQ(rec.back(), (Shape{6, 3, 48, 800}));
+}
+
+TEST(EngineWorkers, GpuRungsKeepManyImagesInFlight) {
+  EngineOptions o;
+  EXPECT_EQ(worker_in_flight(o, "cpu-worker"), 4);
+  EXPECT_EQ(worker_jobs(o, "cpu-worker"), 2);
+  EXPECT_GE(worker_in_flight(o, "cuda-fp16"), 2);
+  EXPECT_EQ(worker_jobs(o, "cuda-fp16"), worker_in_flight(o, "cuda-fp16"));
+  o.worker_concurrency = 3;
+  EXPECT_EQ(worker_in_flight(o, "cuda-fp32"), 3);
+  EXPECT_EQ(worker_in_flight(o, "cpu-worker"), 3);
+}
+
+std::string docs_dir() {
+  return testing::source_dir() + "/tests/data/ocr/docs";
+}
+
+// The device profile (pictures in parallel, padded recognition batches, generic passes) on the CPU backend reads the
+// committed documents exactly as the host profile does: it changes where work runs, never the result.
+TEST(ExecutionProfile, DeviceProfileReadsLikeTheHostProfile) {
+  SO_REQUIRE_MODELS();
+  auto backend = runtime::create_backend(runtime::available_backends().front());
+  ASSERT_TRUE(backend.is_ok()) << backend.status().to_string();
+  std::vector<cv::Mat> pages;
+  for (const char* name : {"s31_doc_0000.jpg", "s32r4_doc_0002.jpg"}) {
+    auto img = load_image(docs_dir() + "/" + name);
+    ASSERT_TRUE(img.is_ok()) << img.status().to_string();
+    pages.push_back(img->bgr);
+  }
+  std::vector<std::vector<std::string>> seen;
+  for (ExecutionProfile profile : {ExecutionProfile::kHost, ExecutionProfile::kDevice}) {
+    PipelineOptions o;
+    o.execution = profile;
+    auto p = Pipeline::load(model_paths_in(testing::models_dir()), *backend, o);
+    ASSERT_TRUE(p.is_ok()) << p.status().to_string();
+    auto results = (*p)->run_many(pages);
+    std::vector<std::string> lines;
+    for (auto& r : results) {
+      ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+      for (auto& l : r->lines) {
+        lines.push_back(
+            fmt::format("{} {:.0f},{:.0f} {:.0f},{:.0f}", l.text, l.box[0].x, l.box[0].y, l.box[2].x, l.box[2].y));
+      }
+    }
+    EXPECT_GT(lines.size(), 10u);
+    seen.push_back(lines);
+  }
+  EXPECT_EQ(seen[0], seen[1]);
+}
+
+// With buckets, warm-up plans every bucket shape with the requested instances, and the pipeline then reads without
+// planning anything new for pages that fit the buckets.
+TEST(WarmUp, PlansEveryBucketWithItsInstances) {
+  SO_REQUIRE_MODELS();
+  auto backend = runtime::create_backend(runtime::available_backends().front());
+  ASSERT_TRUE(backend.is_ok()) << backend.status().to_string();
+  runtime::ModelOptions mo;
+  mo.max_replicas = 2;
+  ModelPaths paths = model_paths_in(testing::models_dir());
+  auto det = runtime::Model::load(paths.det, *backend, mo);
+  auto rec = runtime::Model::load(paths.rec, *backend, mo);
+  ASSERT_TRUE(det.is_ok() && rec.is_ok());
+  PipelineOptions o;
+  o.det_limit_side = 128;
+  o.det_bucket = 64;  // det shapes 128x64, 64x128, 128x128
+  o.rec.width_bucket = 160;
+  o.warm_rec_max_width = 480;  // rec widths 320, 480
+  o.rec.batch = 2;
+  o.plan_instances = 2;
+  ASSERT_TRUE(warm_up_models(det->get(), rec->get(), o).is_ok());
+  EXPECT_EQ((*det)->stats().plans_built, 3u);
+  EXPECT_EQ((*det)->stats().replicas_built, 3u);
+  EXPECT_EQ((*rec)->stats().plans_built, 2u);
+  EXPECT_EQ((*rec)->stats().replicas_built, 2u);
+  EXPECT_EQ((*det)->stats().runs, 0u);  // warm-up runs are not requests
+}
+
+}  // namespace
+}  // namespace steadyocr::pipeline

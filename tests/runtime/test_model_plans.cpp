@@ -1,0 +1,95 @@
+// runtime::Model planning: shapes specialised from the pre-optimised (generic) graph compute what the plain path
+// computes, warm-up prepares instances per shape, and concurrent callers of one shape share them correctly.
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "core/parallel.h"
+#include "runtime/backend_registry.h"
+#include "runtime/model.h"
+#include "test_util.h"
+
+namespace steadyocr::runtime {
+namespace {
+
+std::shared_ptr<Backend> host_backend() {
+  auto b = create_backend(available_backends().front());
+  EXPECT_TRUE(b.is_ok()) << b.status().to_string();
+  return b.is_ok() ? *b : nullptr;
+}
+
+struct Case {
+  const char* file;
+  std::vector<Shape> shapes;
+};
+
+TEST(ModelPlans, GenericPassesComputeWhatThePlainPathComputes) {
+  SO_REQUIRE_MODELS();
+  auto backend = host_backend();
+  const Case cases[] = {
+      {"ch_PP-OCRv4_det_infer.onnx", {{1, 3, 96, 64}, {1, 3, 64, 160}}},
+      {"ch_PP-OCRv4_rec_infer.onnx", {{2, 3, 48, 120}, {1, 3, 48, 200}}},
+      {"ch_ppocr_mobile_v2.0_cls_infer.onnx", {{3, 3, 48, 192}}},
+  };
+  for (const Case& c : cases) {
+    ModelOptions plain_options, generic_options;
+    generic_options.reuse_generic_passes = true;
+    auto plain = Model::load(testing::models_dir() + "/" + c.file, backend, plain_options);
+    auto generic = Model::load(testing::models_dir() + "/" + c.file, backend, generic_options);
+    ASSERT_TRUE(plain.is_ok() && generic.is_ok()) << c.file;
+    EXPECT_FALSE((*plain)->stats().generic_passes);
+    EXPECT_TRUE((*generic)->stats().generic_passes) << c.file << ": the generic graph was rejected at load";
+    for (const Shape& s : c.shapes) {
+      Tensor x = testing::random_tensor(s, 11);
+      auto a = (*plain)->run(x);
+      auto b = (*generic)->run(x);
+      ASSERT_TRUE(a.is_ok() && b.is_ok()) << c.file << " " << shape_str(s);
+      auto cmp = testing::compare(*b, *a);
+      EXPECT_LT(cmp.nmse, 1e-12) << c.file << " " << shape_str(s) << ": " << cmp.describe();
+    }
+  }
+}
+
+TEST(ModelPlans, AShapeTheModelRefusesStillNamesTheProblem) {
+  SO_REQUIRE_MODELS();
+  ModelOptions o;
+  o.reuse_generic_passes = true;
+  auto m = Model::load(testing::models_dir() + "/ch_PP-OCRv4_rec_infer.onnx", host_backend(), o);
+  ASSERT_TRUE(m.is_ok());
+  auto r = (*m)->run(Tensor::zeros(DType::kF32, {1, 4, 48, 100}));  // 4 channels
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_NE(r.status().message().find("dimension 1 must be 3"), std::string::npos) << r.status().message();
+}
+
+TEST(ModelPlans, WarmUpInstancesServeConcurrentCallersIdentically) {
+  SO_REQUIRE_MODELS();
+  ModelOptions o;
+  o.max_replicas = 3;
+  auto m = Model::load(testing::models_dir() + "/ch_ppocr_mobile_v2.0_cls_infer.onnx", host_backend(), o);
+  ASSERT_TRUE(m.is_ok());
+  Tensor x = testing::random_tensor({2, 3, 48, 192}, 5);
+  ASSERT_TRUE((*m)->warm_up(x, 5, 1).is_ok());  // capped at max_replicas
+  EXPECT_EQ((*m)->stats().plans_built, 1u);
+  EXPECT_EQ((*m)->stats().replicas_built, 2u);
+  auto want = (*m)->run(x);
+  ASSERT_TRUE(want.is_ok());
+  std::vector<Tensor> got(8);
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < got.size(); ++i) {
+    threads.emplace_back([&, i] {
+      SerialScope serial;  // each caller on its own thread, as a worker's jobs
+      auto r = (*m)->run(x);
+      if (r.is_ok()) got[i] = *r;
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (const Tensor& g : got) {
+    ASSERT_TRUE(g.defined());
+    EXPECT_EQ(testing::compare(g, *want).max_abs_diff, 0.0);
+  }
+  EXPECT_EQ((*m)->stats().plans_built, 1u);
+  EXPECT_EQ((*m)->stats().runs, 9u);
+}
+
+}  // namespace
+}  // namespace steadyocr::runtime
