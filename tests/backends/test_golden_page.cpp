@@ -29,7 +29,9 @@ TEST_P(DetPageGolden, MatchesOnnxRuntime) {
   auto g = graph::import_onnx(models_dir() + "/ch_PP-OCRv4_det_infer.onnx");
   ASSERT_TRUE(g.is_ok()) << g.status().to_string();
   ASSERT_TRUE(graph::specialize(*g, {input->shape()}).is_ok());
-  if (optimized) ASSERT_TRUE(graph::optimize(*g).is_ok());
+  if (optimized) {
+    ASSERT_TRUE(graph::optimize(*g).is_ok());
+  }
   auto prepared = (*backend)->prepare(*g);
   ASSERT_TRUE(prepared.is_ok()) << prepared.status().to_string();
   std::vector<Tensor> out;

@@ -59,6 +59,8 @@ class Engine : public ::testing::Test {
     }
     ::unsetenv("STEADYOCR_FAULT");
     jobs_ = fixture_jobs();
+    // The clean run is made before any test sets STEADYOCR_FAULT (ctest runs each test in its own process).
+    ASSERT_FALSE(clean().empty());
   }
   void TearDown() override { ::unsetenv("STEADYOCR_FAULT"); }
 
