@@ -22,7 +22,7 @@ rm -rf "$R" /tmp/bundle && mkdir -p "$R"
 tar xzf "$BUNDLE" -C /tmp || { echo "cannot unpack $BUNDLE" | tee "$OUT/summary.txt"; exit 1; }
 B=/tmp/bundle
 F=$B/files
-S=$R/summary.txt
+S=$OUT/summary.txt
 {
   echo "# steadyocr device bench $(date -u +%Y-%m-%dT%H:%M:%SZ)"
   nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm --format=csv,noheader 2>&1 | sed 's/^/gpu: /'
@@ -66,6 +66,6 @@ if [ "$PEERS" = "1" ] && [ -x "$F/peers/device_peers.sh" ]; then
   fi
 fi
 
-cp "$S" "$OUT/summary.txt"
+cp "$S" "$R/summary.txt"
 tar czf "$OUT/bench.tgz" -C /tmp bench_res
 echo "results: $OUT/summary.txt, $OUT/bench.tgz"
