@@ -49,6 +49,7 @@ struct OcrArgs {
   float det_thresh = 0.3f;
   double det_box_thresh = 0.6, unclip_ratio = 1.5;
   int rec_batch = 6, rec_min_width = 320;
+  int rec_width_bucket = 0, det_bucket = 0;
   int64_t max_side = 20000, max_pixels = 100'000'000;
 };
 
@@ -234,6 +235,8 @@ int run_ocr(const OcrArgs& a) {
   opts.db.unclip_ratio = a.unclip_ratio;
   opts.rec.batch = a.rec_batch;
   opts.rec.min_width = a.rec_min_width;
+  opts.rec.width_bucket = a.rec_width_bucket;
+  opts.det_bucket = a.det_bucket;
   DecodeLimits limits;
   limits.max_side = a.max_side;
   limits.max_pixels = a.max_pixels;
@@ -425,6 +428,14 @@ Command add_ocr_command(CLI::App& root) {
       ->capture_default_str();
   app->add_option("--rec-min-width", args->rec_min_width, "Minimum width of a recognition batch")
       ->check(CLI::Range(1, 4096))
+      ->capture_default_str();
+  app->add_option("--rec-width-bucket", args->rec_width_bucket,
+                  "Round recognition batch widths up to min width + k*N (fewer shapes to plan; 0: exact, as PaddleOCR)")
+      ->check(CLI::Range(0, 4096))
+      ->capture_default_str();
+  app->add_option("--det-bucket", args->det_bucket,
+                  "Pad detection inputs up to multiples of N (fewer shapes to plan; 0: none, as PaddleOCR)")
+      ->check(CLI::Range(0, 4096))
       ->capture_default_str();
   app->add_option("--max-side", args->max_side, "Refuse images with a longer side (checked before decoding)")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 20))
