@@ -9,8 +9,8 @@
 # Prints images/s of each and the ratios; writes the three prediction files and a summary into OUT_DIR.
 set -eu
 here=$(cd "$(dirname "$0")/.." && pwd)
-set_dir=${1:-$here/../shared/data/synth-dev}
-bin=${2:-$here/build/steadyocr}
+set_dir=$(realpath "${1:-$here/../shared/data/synth-dev}")
+bin=$(realpath "${2:-$here/build/steadyocr}")
 out=${3:-/tmp/cpu_vs_peers}
 peers=$here/../shared/tools/peers
 mkdir -p "$out"

@@ -1,4 +1,5 @@
 // steadyocr: OCR on a runtime that says what runs where and why.
+#include <cstdlib>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -40,6 +41,8 @@ int main(int argc, char** argv) {
     return cli::kExitUsage;
   }
   log::set_level(lvl);
+  // Worker processes (GPU rungs) log at the level asked for here.
+  if (app.count("--log-level") > 0) ::setenv("STEADYOCR_LOG_LEVEL", log_level.c_str(), 1);
   for (auto& c : commands) {
     if (c.app && c.app->parsed()) return c.run();
   }

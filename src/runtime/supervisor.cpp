@@ -67,7 +67,12 @@ Supervisor::~Supervisor() {
 }
 
 void Supervisor::add_event(std::string kind, std::string detail) {
-  log::warn("supervisor", "{}: {} {}", options_.name, kind, detail);
+  // A first start is routine; restarts, exits, kills and retries are what an operator must see.
+  if (kind == "worker_started" && events_.empty()) {
+    log::info("supervisor", "{}: {} {}", options_.name, kind, detail);
+  } else {
+    log::warn("supervisor", "{}: {} {}", options_.name, kind, detail);
+  }
   metrics::inc("steadyocr_worker_events_total", {{"worker", options_.name}, {"kind", kind}});
   events_.push_back({std::move(kind), std::move(detail)});
 }
