@@ -1,0 +1,316 @@
+// `steadyocr bench`: images/s and per-stage milliseconds of the whole engine on a set of images, measured the way
+// `ocr` runs them (same flags, same chunks), with the backend that served and every ladder move in the report.
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cli/commands.h"
+#include "cli/engine_options.h"
+#include "core/parallel.h"
+#include "core/timer.h"
+#include "pipeline/engine.h"
+#include "pipeline/image_decode.h"
+
+namespace steadyocr::cli {
+namespace {
+
+using namespace steadyocr::pipeline;
+using nlohmann::json;
+
+constexpr const char* kStages[] = {"decode", "det", "post", "cls", "rec", "total"};
+
+constexpr const char* kJsonSchema = R"(--json prints one object:
+  images            images sent to the engine in each pass (all that could be read into memory)
+  failed            inputs that could not be read or failed in any pass (each named on stderr; exit 1)
+  warmup, passes    untimed and timed passes over all images
+  threads           threads used
+  backend           the rung serving at the end; backends_used: {rung: results it produced in timed passes}
+  startup_ms        engine creation (model load and self-test), not part of any pass
+  pass_ms           wall time of each timed pass; pass_ms_median, pass_ms_best
+  images_per_s      images / median pass wall; images_per_s_best: images / best pass wall
+  stage_ms          {decode|det|post|cls|rec|total: {mean, median, p90}}: ms per image over every successful
+                    image of the timed passes (samples: how many); p90 interpolates linearly between ranks
+  fell_back         true when the ladder stepped down (at startup or during the run): the figures are then
+                    not those of the backend asked for
+  events            [{time, from, to, reason, detail, fix, climb}] every ladder move
+  workers           {rung: {starts, losses, hangs, retries}} for worker rungs that lost a worker or retried)";
+
+struct BenchArgs {
+  std::vector<std::string> inputs;
+  EngineArgs engine;
+  bool recursive = false;
+  int warmup = 1;
+  int repeat = 3;
+  bool json = false;
+};
+
+struct Spread {
+  double mean = 0, median = 0, p90 = 0;
+};
+
+// Percentile by linear interpolation between the closest ranks (numpy's default), p in [0, 1].
+double percentile(const std::vector<double>& sorted, double p) {
+  if (sorted.empty()) return 0;
+  double pos = p * static_cast<double>(sorted.size() - 1);
+  size_t lo = static_cast<size_t>(pos);
+  size_t hi = std::min(lo + 1, sorted.size() - 1);
+  return sorted[lo] + (sorted[hi] - sorted[lo]) * (pos - static_cast<double>(lo));
+}
+
+// Milliseconds to the microsecond: enough for a report, and the JSON stays readable.
+double round_us(double ms) {
+  return std::round(ms * 1000.0) / 1000.0;
+}
+
+Spread spread(std::vector<double> v) {
+  Spread s;
+  if (v.empty()) return s;
+  std::sort(v.begin(), v.end());
+  double sum = 0;
+  for (double x : v) sum += x;
+  s.mean = round_us(sum / static_cast<double>(v.size()));
+  s.median = round_us(percentile(v, 0.5));
+  s.p90 = round_us(percentile(v, 0.9));
+  return s;
+}
+
+double stage_of(const StageTimes& t, const std::string& stage) {
+  if (stage == "decode") return t.decode;
+  if (stage == "det") return t.det;
+  if (stage == "post") return t.post;
+  if (stage == "cls") return t.cls;
+  if (stage == "rec") return t.rec;
+  return t.total;
+}
+
+json event_json(const runtime::LadderEvent& e) {
+  return {{"time", e.time},     {"from", e.from}, {"to", e.to},      {"reason", e.reason},
+          {"detail", e.detail}, {"fix", e.fix},   {"climb", e.climb}};
+}
+
+std::string event_line(const runtime::LadderEvent& e) {
+  std::string s = e.time + ": " + (e.from.empty() ? "(start)" : e.from) + " -> " + (e.to.empty() ? "(none)" : e.to) +
+                  (e.climb ? " (back up)" : "") + ": " + e.reason;
+  if (!e.detail.empty()) s += " - " + e.detail;
+  if (!e.fix.empty()) s += "; fix: " + e.fix;
+  return s;
+}
+
+void print_table(const json& r) {
+  std::printf("steadyocr bench: %d images, %d warm-up + %d timed passes, backend %s, %d threads\n",
+              r["images"].get<int>(), r["warmup"].get<int>(), r["passes"].get<int>(),
+              r["backend"].get<std::string>().c_str(), r["threads"].get<int>());
+  if (r["fell_back"].get<bool>()) {
+    std::printf("\n!!! FELL BACK: the ladder stepped down; these figures are for %s, not the backend asked for !!!\n",
+                r["backend"].get<std::string>().c_str());
+  }
+  if (r["failed"].get<int>() > 0) std::printf("!!! %d images failed (named on stderr)\n", r["failed"].get<int>());
+  std::printf("\n%-18s %10.1f ms (engine creation: model load and self-test)\n", "startup",
+              r["startup_ms"].get<double>());
+  std::printf("%-18s median %10.1f ms   best %10.1f ms\n", "wall per pass", r["pass_ms_median"].get<double>(),
+              r["pass_ms_best"].get<double>());
+  std::printf("%-18s median %10.2f      best %10.2f\n", "images/s", r["images_per_s"].get<double>(),
+              r["images_per_s_best"].get<double>());
+  std::printf("\n%-18s %10s %10s %10s   (%d samples)\n", "ms per image", "mean", "median", "p90",
+              r["stage_ms"]["samples"].get<int>());
+  for (const char* stage : kStages) {
+    const json& s = r["stage_ms"][stage];
+    std::printf("%-18s %10.2f %10.2f %10.2f\n", stage, s["mean"].get<double>(), s["median"].get<double>(),
+                s["p90"].get<double>());
+  }
+  std::string used;
+  for (const auto& [rung, n] : r["backends_used"].items()) {
+    used += (used.empty() ? "" : ", ") + rung + " " + std::to_string(n.get<int>());
+  }
+  std::printf("\nresults by backend: %s\n", used.empty() ? "(none)" : used.c_str());
+  if (r["events"].empty()) {
+    std::printf("backend events: none\n");
+  } else {
+    std::printf("backend events:\n");
+    for (const auto& e : r["events"]) {
+      runtime::LadderEvent ev;
+      ev.time = e["time"];
+      ev.from = e["from"];
+      ev.to = e["to"];
+      ev.reason = e["reason"];
+      ev.detail = e["detail"];
+      ev.fix = e["fix"];
+      ev.climb = e["climb"];
+      std::printf("  %s\n", event_line(ev).c_str());
+    }
+  }
+  for (const auto& [rung, w] : r["workers"].items()) {
+    std::printf("%s worker: %d started, %d lost (%d hung), %d jobs retried\n", rung.c_str(), w["starts"].get<int>(),
+                w["losses"].get<int>(), w["hangs"].get<int>(), w["retries"].get<int>());
+  }
+}
+
+int run_bench(const BenchArgs& a) {
+  std::string usage_error;
+  std::vector<InputFile> files = expand_inputs(a.inputs, a.recursive, &usage_error);
+  if (!usage_error.empty() || files.empty()) {
+    std::fprintf(stderr, "error: %s\n", usage_error.empty() ? "no images given" : usage_error.c_str());
+    return kExitUsage;
+  }
+  auto options = engine_options_from(a.engine);
+  if (!options.is_ok()) {
+    std::fprintf(stderr, "error: %s\n", options.status().message().c_str());
+    return kExitUsage;
+  }
+  use_threads(a.engine.threads);
+
+  // Everything is read into memory first: the passes time the engine, not the disk.
+  std::vector<std::string> errors(files.size());
+  std::vector<ImageJob> read(files.size());
+  parallel_for_each(static_cast<int64_t>(files.size()), [&](int64_t i) {
+    const InputFile& f = files[i];
+    read[i].name = f.path;
+    if (!f.missing.empty()) {
+      errors[i] = f.missing;
+      return;
+    }
+    auto bytes = read_file_bytes(f.path, options->limits.max_file_bytes);
+    if (!bytes.is_ok()) {
+      errors[i] = bytes.status().message();
+      return;
+    }
+    read[i].bytes = std::move(*bytes);
+  });
+  std::vector<size_t> index;  // file index of each image benchmarked
+  // Chunks as `ocr` sends them to the engine.
+  const size_t chunk = static_cast<size_t>(std::max(8, 2 * num_threads()));
+  std::vector<std::vector<ImageJob>> chunks;
+  for (size_t i = 0; i < files.size(); ++i) {
+    if (!errors[i].empty()) continue;
+    if (chunks.empty() || chunks.back().size() == chunk) chunks.emplace_back();
+    chunks.back().push_back(std::move(read[i]));
+    index.push_back(i);
+  }
+  auto report_failures = [&] {
+    size_t failed = 0;
+    for (size_t i = 0; i < files.size(); ++i) {
+      if (errors[i].empty()) continue;
+      ++failed;
+      std::fprintf(stderr, "error: %s: %s\n", files[i].path.c_str(), errors[i].c_str());
+    }
+    return failed;
+  };
+  if (index.empty()) {
+    report_failures();
+    std::fprintf(stderr, "error: none of the %zu inputs could be read: no images to benchmark\n", files.size());
+    return kExitUsage;
+  }
+
+  Stopwatch startup;
+  auto engine_or = OcrEngine::create(*options);
+  const double startup_ms = startup.elapsed_ms();
+  if (!engine_or.is_ok()) {
+    std::fprintf(stderr, "error: %s\n", engine_or.status().message().c_str());
+    return is_usage_error(engine_or.status()) ? kExitUsage : kExitFailed;
+  }
+  OcrEngine& engine = **engine_or;
+
+  std::vector<std::vector<double>> stage_ms(std::size(kStages));
+  std::map<std::string, int> backends_used;
+  // One pass: every chunk through ocr_batch; failures are kept (first error per image), timings when timed.
+  auto run_pass = [&](bool timed) {
+    Stopwatch wall;
+    size_t k = 0;
+    for (const auto& jobs : chunks) {
+      std::vector<EngineOutcome> results = engine.ocr_batch(jobs);
+      for (auto& o : results) {
+        const size_t file = index[k++];
+        if (!o.status.is_ok()) {
+          if (errors[file].empty()) errors[file] = o.status.message();
+          continue;
+        }
+        if (!timed) continue;
+        ++backends_used[o.backend];
+        for (size_t s = 0; s < std::size(kStages); ++s) stage_ms[s].push_back(stage_of(o.result.timings, kStages[s]));
+      }
+    }
+    return wall.elapsed_ms();
+  };
+  for (int i = 0; i < a.warmup; ++i) run_pass(false);
+  std::vector<double> pass_ms;
+  for (int i = 0; i < a.repeat; ++i) pass_ms.push_back(round_us(run_pass(true)));
+
+  const double images = static_cast<double>(index.size());
+  Spread pass = spread(pass_ms);
+  const double best = *std::min_element(pass_ms.begin(), pass_ms.end());
+  json r;
+  r["images"] = index.size();
+  r["warmup"] = a.warmup;
+  r["passes"] = a.repeat;
+  r["threads"] = num_threads();
+  r["backend"] = engine.current_backend();
+  r["backends_used"] = backends_used;
+  r["startup_ms"] = round_us(startup_ms);
+  r["pass_ms"] = pass_ms;
+  r["pass_ms_median"] = pass.median;
+  r["pass_ms_best"] = best;
+  r["images_per_s"] = pass.median > 0 ? round_us(images * 1000.0 / pass.median) : 0.0;
+  r["images_per_s_best"] = best > 0 ? round_us(images * 1000.0 / best) : 0.0;
+  r["stage_ms"]["samples"] = stage_ms[0].size();
+  for (size_t s = 0; s < std::size(kStages); ++s) {
+    Spread sp = spread(stage_ms[s]);
+    r["stage_ms"][kStages[s]] = {{"mean", sp.mean}, {"median", sp.median}, {"p90", sp.p90}};
+  }
+  const auto events = engine.events();
+  r["fell_back"] = std::any_of(events.begin(), events.end(), [](const auto& e) { return !e.climb; });
+  r["events"] = json::array();
+  for (const auto& e : events) r["events"].push_back(event_json(e));
+  r["workers"] = json::object();
+  for (const auto& [rung, st] : engine.worker_stats()) {
+    if (st.worker_losses || st.retries) {
+      r["workers"][rung] = {
+          {"starts", st.worker_starts}, {"losses", st.worker_losses}, {"hangs", st.hangs}, {"retries", st.retries}};
+    }
+  }
+  const size_t failed = report_failures();
+  r["failed"] = failed;
+
+  if (a.json) {
+    std::printf("%s\n", r.dump(2).c_str());
+  } else {
+    print_table(r);
+  }
+  std::fflush(stdout);
+  // Also on stderr, so that a --json run piped elsewhere cannot fall back unnoticed.
+  if (r["fell_back"].get<bool>()) {
+    std::fprintf(stderr, "bench: WARNING: fell back; figures are for %s:\n", engine.current_backend().c_str());
+    for (const auto& e : events) std::fprintf(stderr, "bench:   %s\n", event_line(e).c_str());
+  }
+  return failed > 0 ? kExitFailed : kExitOk;
+}
+
+}  // namespace
+
+Command add_bench_command(CLI::App& root) {
+  auto args = std::make_shared<BenchArgs>();
+  Command c;
+  CLI::App* app = root.add_subcommand(
+      "bench", "Images/s and per-stage ms per image of the engine on a set of images (read into memory first)");
+  c.app = app;
+  app->add_option("inputs", args->inputs, "Image files or directories (jpg, png, bmp, webp, tiff)")->required();
+  add_engine_flags(app, &args->engine);
+  app->add_flag("-r,--recursive", args->recursive, "Look for images in subdirectories too");
+  app->add_option("--warmup", args->warmup, "Untimed passes over all images before timing")
+      ->check(CLI::Range(0, 1000))
+      ->capture_default_str();
+  app->add_option("--repeat", args->repeat, "Timed passes over all images")
+      ->check(CLI::Range(1, 1000))
+      ->capture_default_str();
+  app->add_flag("--json", args->json, "Print one JSON object instead of the table (schema below)");
+  app->footer(kJsonSchema);
+  c.run = [args] { return run_bench(*args); };
+  return c;
+}
+
+}  // namespace steadyocr::cli

@@ -1,0 +1,59 @@
+// What `ocr` and `bench` share: the engine and pipeline flags, their checks, and how inputs become image files.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "pipeline/engine.h"
+
+namespace steadyocr::cli {
+
+// Flags that decide how the engine is built and how it reads an image.
+struct EngineArgs {
+  std::string models = "models";
+  std::string det_model, rec_model, cls_model, dict;
+  std::string backend = "auto";
+  bool require_gpu = false;
+  size_t gpu_mem_mb = 0;
+  int watchdog_s = 120;
+  std::vector<std::string> ladder;  // hidden: explicit rungs, e.g. cpu-worker,cpu to drive fault paths without a GPU
+  bool cls = false, det_only = false, rec_only = false;
+  int threads = 0;
+  float drop_score = 0.5f;
+  int det_limit_side = 960;
+  float det_thresh = 0.3f;
+  double det_box_thresh = 0.6, unclip_ratio = 1.5;
+  int rec_batch = 6, rec_min_width = 320;
+  int rec_width_bucket = 0, det_bucket = 0;
+  int64_t max_side = 20000, max_pixels = 100'000'000;
+};
+
+// Registers the engine and pipeline flags on `app`, writing into `args` (which must outlive the parse).
+void add_engine_flags(CLI::App* app, EngineArgs* args);
+
+// Checks the backend/ladder names and that the model files the mode needs exist; kInvalidArgument names the
+// flag and the fix. Does not touch global state.
+Result<pipeline::EngineOptions> engine_options_from(const EngineArgs& args);
+
+// Sets the thread count of the pool and OpenCV (0: all cores), before the engine is created.
+void use_threads(int threads);
+
+// True for engine creation errors that are the user's flags or files rather than the machine.
+bool is_usage_error(const Status& s);
+
+struct InputFile {
+  std::string path;
+  std::string missing;  // why it cannot be read at all (then it is a per-file failure)
+};
+
+bool has_image_extension(const std::string& path);
+
+// Files as given, directories expanded to their image files (sorted; recursive with `recursive`). A directory
+// without images sets `usage_error` and returns nothing.
+std::vector<InputFile> expand_inputs(const std::vector<std::string>& inputs, bool recursive, std::string* usage_error);
+
+}  // namespace steadyocr::cli

@@ -1,0 +1,169 @@
+// `steadyocr bench` as users run it: the JSON report's figures, the table, usage errors, failed images, and a
+// fallback that the report cannot hide.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "test_util.h"
+
+namespace steadyocr {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct BenchRun {
+  int code = -1;
+  std::string out, err;
+};
+
+std::string slurp(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+std::string binary() {
+  return std::string(STEADYOCR_BINARY_DIR) + "/steadyocr";
+}
+std::string engine_dir() {
+  return testing::source_dir() + "/tests/data/engine";
+}
+
+// Runs `ENV steadyocr ARGS` through the shell, capturing stdout, stderr and the exit status.
+BenchRun steadyocr(const std::string& args, const std::string& env = "") {
+  static int counter = 0;
+  std::string base = ::testing::TempDir() + "/bench_" + std::to_string(::getpid()) + "_" + std::to_string(counter++);
+  std::string cmd = env + " " + binary() + " " + args + " >" + base + ".out 2>" + base + ".err";
+  int status = std::system(cmd.c_str());
+  BenchRun r;
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.out = slurp(base + ".out");
+  r.err = slurp(base + ".err");
+  return r;
+}
+
+int images_in(const std::string& dir) {
+  int n = 0;
+  for (const auto& e : fs::directory_iterator(dir))
+    n += e.path().extension() == ".jpg" || e.path().extension() == ".png";
+  return n;
+}
+
+class CliBench : public ::testing::Test {
+ protected:
+  void SetUp() override { ASSERT_TRUE(fs::exists(binary())) << binary() << " not built (ninja -C <build> steadyocr)"; }
+  std::string bench(const std::string& extra) {
+    return "bench --models " + testing::models_dir() + " --threads 2 " + extra;
+  }
+};
+
+TEST_F(CliBench, UsageErrorsExitWithTwo) {
+  EXPECT_EQ(steadyocr("bench").code, 2);  // no input
+  EXPECT_EQ(steadyocr("bench --repeat 0 " + engine_dir()).code, 2);
+  EXPECT_EQ(steadyocr("bench --warmup -1 " + engine_dir()).code, 2);
+  EXPECT_EQ(steadyocr("bench --no-such-flag " + engine_dir()).code, 2);
+  EXPECT_EQ(steadyocr("bench --det-only --rec-only " + engine_dir()).code, 2);
+  fs::path empty = fs::path(::testing::TempDir()) / "bench_empty_dir";
+  fs::create_directories(empty);
+  BenchRun none = steadyocr(bench(empty.string()));
+  EXPECT_EQ(none.code, 2);
+  EXPECT_NE(none.err.find("no image files"), std::string::npos) << none.err;
+  BenchRun backend = steadyocr(bench("--backend no-such-backend " + engine_dir()));
+  EXPECT_EQ(backend.code, 2);
+  EXPECT_NE(backend.err.find("no-such-backend"), std::string::npos) << backend.err;
+  BenchRun models = steadyocr("bench --models /nonexistent/dir " + engine_dir());
+  EXPECT_EQ(models.code, 2);
+  EXPECT_NE(models.err.find("scripts/setup.sh"), std::string::npos) << models.err;
+}
+
+TEST_F(CliBench, NothingReadableIsAUsageError) {
+  SO_REQUIRE_MODELS();
+  BenchRun r = steadyocr(bench("/no/such/a.png /no/such/b.jpg"));
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("/no/such/a.png"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("no images to benchmark"), std::string::npos) << r.err;
+  EXPECT_EQ(r.out, "");
+}
+
+TEST_F(CliBench, JsonReportOnTheEngineImages) {
+  SO_REQUIRE_MODELS();
+  const int n = images_in(engine_dir());
+  ASSERT_GT(n, 0);
+  BenchRun r = steadyocr(bench("--backend cpu --repeat 1 --warmup 0 --json " + engine_dir()));
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["images"], n);
+  EXPECT_EQ(j["failed"], 0);
+  EXPECT_EQ(j["passes"], 1);
+  EXPECT_EQ(j["warmup"], 0);
+  EXPECT_EQ(j["threads"], 2);
+  EXPECT_EQ(j["backend"], "cpu");
+  EXPECT_EQ(j["backends_used"]["cpu"], n);
+  EXPECT_FALSE(j["fell_back"].get<bool>());
+  EXPECT_TRUE(j["events"].empty());
+  EXPECT_GT(j["startup_ms"].get<double>(), 0);
+  ASSERT_EQ(j["pass_ms"].size(), 1u);
+  const double pass = j["pass_ms"][0];
+  EXPECT_GT(pass, 0);
+  EXPECT_DOUBLE_EQ(j["pass_ms_median"].get<double>(), pass);
+  EXPECT_DOUBLE_EQ(j["pass_ms_best"].get<double>(), pass);
+  const double ips = j["images_per_s"];
+  EXPECT_GT(ips, 0);
+  EXPECT_NEAR(ips, n * 1000.0 / pass, 0.01);
+  const auto& st = j["stage_ms"];
+  EXPECT_EQ(st["samples"], n);
+  for (const char* k : {"decode", "det", "post", "cls", "rec", "total"}) {
+    ASSERT_TRUE(st.contains(k)) << k;
+    EXPECT_GE(st[k]["p90"].get<double>(), st[k]["median"].get<double>()) << k;
+  }
+  const double det = st["det"]["mean"], rec = st["rec"]["mean"], total = st["total"]["mean"];
+  EXPECT_GT(det, 0);
+  EXPECT_GT(rec, 0);
+  EXPECT_GT(st["decode"]["mean"].get<double>(), 0);
+  EXPECT_DOUBLE_EQ(st["cls"]["mean"].get<double>(), 0);  // no --cls
+  EXPECT_GE(total, det + rec);
+}
+
+TEST_F(CliBench, TableAndFailedImages) {
+  SO_REQUIRE_MODELS();
+  const std::string bad = testing::source_dir() + "/tests/data/ocr/decode/truncated.jpg";
+  BenchRun r = steadyocr(bench("--backend cpu --repeat 2 --warmup 0 " + engine_dir() + "/doc_0000.jpg " + bad));
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("truncated.jpg"), std::string::npos) << r.err;
+  for (const char* s : {"2 images", "images/s", "startup", "det", "rec", "total", "results by backend: cpu 2",
+                        "backend events: none", "1 images failed"}) {
+    EXPECT_NE(r.out.find(s), std::string::npos) << s << " not in: " << r.out;
+  }
+  EXPECT_EQ(r.out.find("FELL BACK"), std::string::npos) << r.out;
+}
+
+TEST_F(CliBench, FallbackIsLoud) {
+  SO_REQUIRE_MODELS();
+  // The CPU backend in a supervised worker stands in for a GPU rung; each worker dies on its 2nd det call, so the
+  // engine steps down to the in-process CPU rung during the timed pass.
+  const std::string fault = "STEADYOCR_FAULT='sticky@det:2!'";
+  BenchRun j = steadyocr(bench("--ladder cpu-worker,cpu --repeat 1 --warmup 0 --json " + engine_dir()), fault);
+  ASSERT_EQ(j.code, 0) << j.err;
+  auto r = nlohmann::json::parse(j.out);
+  EXPECT_TRUE(r["fell_back"].get<bool>());
+  EXPECT_EQ(r["backend"], "cpu");
+  ASSERT_FALSE(r["events"].empty());
+  EXPECT_EQ(r["events"][0]["from"], "cpu-worker");
+  EXPECT_EQ(r["events"][0]["reason"], "DEVICE_FAULT");
+  EXPECT_NE(j.err.find("bench: WARNING: fell back"), std::string::npos) << j.err;
+  BenchRun t = steadyocr(bench("--ladder cpu-worker,cpu --repeat 1 --warmup 0 " + engine_dir()), fault);
+  ASSERT_EQ(t.code, 0) << t.err;
+  EXPECT_NE(t.out.find("!!! FELL BACK"), std::string::npos) << t.out;
+  EXPECT_NE(t.out.find("cpu-worker -> cpu: DEVICE_FAULT"), std::string::npos) << t.out;
+}
+
+}  // namespace
+}  // namespace steadyocr
