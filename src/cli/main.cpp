@@ -1,6 +1,6 @@
 // steadyocr: OCR on a runtime that says what runs where and why.
-#include <cstdlib>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <vector>
 

@@ -28,8 +28,8 @@ struct EngineOptions {
   size_t gpu_mem_mb = 0;        // device memory budget for the CUDA backend (0 = none)
   int threads = 0;              // 0 = all cores
   int job_timeout_ms = 120000;  // watchdog per image on a worker rung
-  // Images in flight per worker (0: 2 per core for GPU rungs, whose worker reads that many at once, each on its own
-  // thread and device stream; 4 for other worker rungs, whose worker reads 2 at once with all cores).
+  // Images in flight per worker (0: one per core (at least 4) for GPU rungs, whose worker reads that many at once, each
+  // on its own thread and device stream; 4 for other worker rungs, whose worker reads 2 at once with all cores).
   // $STEADYOCR_WORKER_CONCURRENCY overrides the automatic value (benchmarks).
   int worker_concurrency = 0;
   bool self_test = true;            // compare each rung's model outputs with the reference before serving

@@ -260,6 +260,8 @@ int worker_main(const std::string& config_json) {
   auto options = engine_options_from_json(config_json, &rung, &inject);
   if (!options.is_ok()) return runtime::refuse_worker(options.status());
   set_num_threads(options->threads);
+  // GPU rungs: one execution lane per image in flight, made before serving (see the CUDA backend).
+  if (is_gpu_rung(rung)) ::setenv("STEADYOCR_CUDA_LANES", std::to_string(options->worker_concurrency + 2).c_str(), 1);
   if (const char* level = std::getenv("STEADYOCR_LOG_LEVEL")) {
     log::Level lvl;
     if (log::parse_level(level, &lvl)) log::set_level(lvl);

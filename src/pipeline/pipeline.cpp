@@ -63,6 +63,7 @@ Result<std::unique_ptr<Pipeline>> Pipeline::load(const ModelPaths& paths, std::s
   runtime::ModelOptions model_options;
   if (device) {
     opts.rec.pad_batch = true;
+    if (opts.rec.merge_rows == 0) opts.rec.merge_rows = 8 * std::max(opts.rec.batch, 1);
     model_options.max_replicas = std::max(1, opts.plan_instances);
     model_options.reuse_generic_passes = true;  // exact det sizes and rec widths: most requests plan a new shape
     model_options.max_cached_shapes = 64;       // device memory is plentiful; a repeated width skips planning

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <thread>
 
 #include "core/parallel.h"
 
@@ -51,12 +52,29 @@ Result<std::vector<RecText>> Recognizer::recognize(const std::vector<cv::Mat>& c
 
   const int h = options_.height;
   const size_t batch = static_cast<size_t>(std::max(options_.batch, 1));
+  // PaddleOCR's batches (`batch` crops in ratio order, as wide as their widest crop), then same-width neighbours
+  // merged into one call where configured.
+  struct Group {
+    size_t start, n;
+    int width;
+  };
+  std::vector<Group> groups;
+  const size_t merge = static_cast<size_t>(std::max(options_.merge_rows, 0));
   for (size_t start = 0; start < order.size(); start += batch) {
     const size_t n = std::min(batch, order.size() - start);
     double max_ratio = 0;
     for (size_t k = 0; k < n; ++k) max_ratio = std::max(max_ratio, ratio[order[start + k]]);
     const int w = rec_batch_width(max_ratio, options_);
-    const size_t rows = options_.pad_batch ? batch : n;
+    if (!groups.empty() && groups.back().width == w && groups.back().n + n <= merge) {
+      groups.back().n += n;
+    } else {
+      groups.push_back({start, n, w});
+    }
+  }
+  auto run_group = [&](const Group& g) -> Status {
+    const size_t start = g.start, n = g.n;
+    const int w = g.width;
+    const size_t rows = options_.pad_batch ? (n + batch - 1) / batch * batch : n;
     Tensor input = Tensor::empty(DType::kF32, {static_cast<int64_t>(rows), 3, h, w});
     float* base = input.data<float>();
     if (rows > n) std::fill(base + n * 3 * h * w, base + rows * 3 * h * w, 0.f);
@@ -79,7 +97,24 @@ Result<std::vector<RecText>> Recognizer::recognize(const std::vector<cv::Mat>& c
     for (size_t k = 0; k < n; ++k) {
       out[order[start + k]] = ctc_greedy_decode(p + k * static_cast<size_t>(steps) * classes, steps, classes, dict_);
     }
+    return Status::ok();
+  };
+  const size_t lanes = std::min(groups.size(), static_cast<size_t>(std::max(options_.concurrent_calls, 1)));
+  if (lanes <= 1) {
+    for (const Group& g : groups) RETURN_IF_ERROR(run_group(g));
+    return out;
   }
+  // Each thread takes every lanes-th group; the first error wins (the others finish their call and stop).
+  std::vector<Status> status(lanes);
+  std::vector<std::thread> threads;
+  for (size_t t = 1; t < lanes; ++t) {
+    threads.emplace_back([&, t] {
+      for (size_t i = t; i < groups.size() && status[t].is_ok(); i += lanes) status[t] = run_group(groups[i]);
+    });
+  }
+  for (size_t i = 0; i < groups.size() && status[0].is_ok(); i += lanes) status[0] = run_group(groups[i]);
+  for (auto& th : threads) th.join();
+  for (const Status& s : status) RETURN_IF_ERROR(s);
   return out;
 }
 

@@ -24,6 +24,12 @@ struct RecOptions {
   // The last, smaller batch padded with blank rows to `batch` (results unchanged: rows are independent), so every
   // model run has `batch` rows. For GPU backends, where the padding is free and a new shape is not.
   bool pad_batch = false;
+  // Consecutive batches that come out the same width (after sorting, most short lines are exactly min_width wide)
+  // run as one model call of up to this many rows (0: off). Each row is still the crop normalised at its own
+  // batch's width, so the rows are the same as PaddleOCR's; only the number of calls (and new shapes) drops.
+  int merge_rows = 0;
+  // Model calls of one picture in flight at once (GPU backends: each goes to its own stream; 1: one after another).
+  int concurrent_calls = 1;
 };
 
 // Writes one crop into `dst` (3 x height x width floats, CHW): resized (bilinear) to `height` rows keeping its

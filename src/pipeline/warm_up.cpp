@@ -30,9 +30,18 @@ std::vector<Shape> det_warm_shapes(const PipelineOptions& options) {
 std::vector<Shape> rec_warm_shapes(const PipelineOptions& options) {
   std::vector<Shape> shapes;
   const RecOptions& r = options.rec;
-  if (r.width_bucket <= 0) return shapes;
+  const int batch = std::max(r.batch, 1);
+  // Short lines all come out exactly min_width wide; merged (merge_rows) and padded (pad_batch), they make calls of
+  // batch, 2 * batch, ... rows at that width: the one recognition width every page meets.
+  if (r.merge_rows > 0 && r.pad_batch) {
+    for (int rows = 2 * batch; rows <= r.merge_rows; rows += batch) shapes.push_back({rows, 3, r.height, r.min_width});
+  }
+  if (r.width_bucket <= 0) {
+    if (!shapes.empty()) shapes.insert(shapes.begin(), Shape{batch, 3, r.height, r.min_width});
+    return shapes;
+  }
   for (int w = r.min_width; w <= std::max(options.warm_rec_max_width, r.min_width); w += r.width_bucket) {
-    shapes.push_back({std::max(r.batch, 1), 3, r.height, w});
+    shapes.push_back({batch, 3, r.height, w});
   }
   return shapes;
 }

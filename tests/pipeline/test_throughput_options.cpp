@@ -4,6 +4,8 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <opencv2/imgproc.hpp>
+
 #include "pipeline/det_preprocess.h"
 #include "pipeline/engine.h"
 #include "pipeline/image_decode.h"
@@ -70,6 +72,17 @@ TEST(WarmShapes, BucketsUpToTheLimitInBothOrientations) {
   auto rec = rec_warm_shapes(o);
   ASSERT_EQ(rec.size(), 4u);  // 320 480 640 800
   EXPECT_EQ(rec.back(), (Shape{6, 3, 48, 800}));
+}
+
+TEST(WarmShapes, MergedShortLinesAtTheMinimumWidth) {
+  PipelineOptions o;
+  o.rec.merge_rows = 24;
+  EXPECT_TRUE(rec_warm_shapes(o).empty());  // merging needs padded batches
+  o.rec.pad_batch = true;
+  auto rec = rec_warm_shapes(o);
+  ASSERT_EQ(rec.size(), 4u);  // 6, 12, 18, 24 rows at 320
+  EXPECT_EQ(rec.front(), (Shape{6, 3, 48, 320}));
+  EXPECT_EQ(rec.back(), (Shape{24, 3, 48, 320}));
 }
 
 TEST(EngineWorkers, GpuRungsKeepManyImagesInFlight) {
@@ -145,6 +158,53 @@ TEST(WarmUp, PlansEveryBucketWithItsInstances) {
   EXPECT_EQ((*rec)->stats().plans_built, 2u);
   EXPECT_EQ((*rec)->stats().replicas_built, 2u);
   EXPECT_EQ((*det)->stats().runs, 0u);  // warm-up runs are not requests
+}
+
+}  // namespace
+}  // namespace steadyocr::pipeline
+
+namespace steadyocr::pipeline {
+namespace {
+
+// Merging same-width batches (the device profile) changes the number of model calls, never a line's input row.
+TEST(RecMerge, SameTextsAsPaddleOcrBatches) {
+  SO_REQUIRE_MODELS();
+  auto backend = runtime::create_backend("cpu");
+  if (!backend.is_ok()) GTEST_SKIP() << "the cpu backend is not in this build";
+  auto model = runtime::Model::load(testing::models_dir() + "/ch_PP-OCRv4_rec_infer.onnx", *backend);
+  ASSERT_TRUE(model.is_ok()) << model.status().to_string();
+  auto dict = Dictionary::load(testing::models_dir() + "/ppocr_keys_v1.txt");
+  ASSERT_TRUE(dict.is_ok());
+  std::vector<cv::Mat> crops;
+  const char* words[] = {"17",   "OCR", "2026",  "tax", "TOTAL 12.50",   "cash",  "x9",
+                         "item", "ok",  "A B C", "0.5", "receipt no 42", "hello", "q"};
+  for (const char* w : words) {
+    int width = 14 + 19 * static_cast<int>(std::string(w).size());
+    cv::Mat m(32, width, CV_8UC3, cv::Scalar(250, 250, 250));
+    cv::putText(m, w, {4, 24}, cv::FONT_HERSHEY_SIMPLEX, 0.8, cv::Scalar(10, 10, 10), 2, cv::LINE_AA);
+    crops.push_back(m);
+  }
+  RecOptions plain;
+  RecOptions merged;
+  merged.pad_batch = true;
+  merged.merge_rows = 12;
+  std::shared_ptr<runtime::Model> shared = std::move(model).value();
+  Recognizer a(shared, *dict, plain), b(shared, *dict, merged);
+  auto ra = a.recognize(crops);
+  const uint64_t plain_calls = shared->stats().runs;
+  auto rb = b.recognize(crops);
+  const uint64_t merged_calls = shared->stats().runs - plain_calls;
+  ASSERT_TRUE(ra.is_ok() && rb.is_ok());
+  ASSERT_EQ(ra->size(), crops.size());
+  int nonempty = 0;
+  for (size_t i = 0; i < crops.size(); ++i) {
+    EXPECT_EQ((*ra)[i].text, (*rb)[i].text) << i;
+    EXPECT_NEAR((*ra)[i].score, (*rb)[i].score, 1e-4) << i;
+    nonempty += !(*ra)[i].text.empty();
+  }
+  EXPECT_GE(nonempty, 10);               // the crops are readable: the comparison is about real text
+  EXPECT_EQ(plain_calls, 3u);            // 6 + 6 + 2 crops
+  EXPECT_LT(merged_calls, plain_calls);  // the first two batches are both 320 wide
 }
 
 }  // namespace

@@ -70,6 +70,16 @@ Result<std::unique_ptr<CudaBackend>> CudaBackend::create(int device, const std::
   SO_GPU_CHECK(cudaSetDevice(device));
   SO_GPU_CHECK(cudaFree(nullptr));  // creates the context now, so failures surface here
   st->device = std::make_shared<CudaDevice>(device, mem_budget_bytes);
+  // A server that will run N requests at once asks for its lanes and some mapped memory at startup
+  // (STEADYOCR_CUDA_LANES=N, set by the engine's worker): creating them on the first requests serialises those
+  // requests on the driver's and cuDNN's locks.
+  if (const char* lanes = std::getenv("STEADYOCR_CUDA_LANES"); lanes && std::atoi(lanes) > 0) {
+    const int n = std::min(std::atoi(lanes), 256);
+    RETURN_IF_ERROR(st->device->reserve_lanes(n));
+    size_t warm = size_t{2} << 30;
+    if (mem_budget_bytes > 0) warm = std::min(warm, mem_budget_bytes / 2);
+    st->device->pool()->prewarm(warm);
+  }
   std::unique_ptr<CudaBackend> b(new CudaBackend(st));
 
   cudaDeviceProp prop{};

@@ -7,6 +7,7 @@
 #include "backends/cuda/check.h"
 #include "core/log.h"
 #include "core/metrics.h"
+#include "core/timer.h"
 
 namespace steadyocr::cuda {
 namespace {
@@ -115,10 +116,50 @@ DevicePool::DevicePool(int device, size_t budget_bytes) : device_(device), budge
     total = 0;
   }
   cache_cap_ = budget_ > 0 ? std::min(kMaxCachedBytes, budget_ / 4) : std::max(kMaxCachedBytes, total / 8);
+  int pools = 0;
+  if (total > 0 && cudaDeviceGetAttribute(&pools, cudaDevAttrMemoryPoolsSupported, device) == cudaSuccess && pools &&
+      cudaStreamCreateWithFlags(&alloc_stream_, cudaStreamNonBlocking) == cudaSuccess) {
+    cudaMemPool_t mp = nullptr;
+    uint64_t keep = UINT64_MAX;  // the pool keeps what it mapped; our cache and budget decide what is used
+    if (cudaDeviceGetDefaultMemPool(&mp, device) != cudaSuccess ||
+        cudaMemPoolSetAttribute(mp, cudaMemPoolAttrReleaseThreshold, &keep) != cudaSuccess) {
+      cudaStreamDestroy(alloc_stream_);
+      alloc_stream_ = nullptr;
+    }
+  }
+  (void)cudaGetLastError();
 }
 
 DevicePool::~DevicePool() {
   trim();
+  if (alloc_stream_) cudaStreamDestroy(alloc_stream_);
+}
+
+cudaError_t DevicePool::device_malloc(void** p, size_t bytes) {
+  if (!alloc_stream_) return cudaMalloc(p, bytes);
+  cudaError_t e = cudaMallocAsync(p, bytes, alloc_stream_);
+  if (e == cudaSuccess) e = cudaStreamSynchronize(alloc_stream_);  // usable by every stream from here on
+  return e;
+}
+
+void DevicePool::device_free(void* p) {
+  // Blocks reach here only when no run uses them (runs are synchronous): no wait for other streams is needed.
+  if (!alloc_stream_) {
+    cudaFree(p);
+    return;
+  }
+  cudaFreeAsync(p, alloc_stream_);
+  cudaStreamSynchronize(alloc_stream_);
+}
+
+void DevicePool::prewarm(size_t bytes) {
+  if (!alloc_stream_ || bytes == 0) return;
+  void* p = nullptr;
+  if (device_malloc(&p, bytes) == cudaSuccess) {
+    device_free(p);
+  } else {
+    (void)cudaGetLastError();
+  }
 }
 
 Result<DeviceMemoryPtr> DevicePool::allocate(size_t bytes, const std::string& what) {
@@ -139,7 +180,7 @@ Result<DeviceMemoryPtr> DevicePool::allocate(size_t bytes, const std::string& wh
     return m;
   }
   if (budget_ > 0 && in_use_ + cached_bytes_ + want > budget_) {
-    for (auto& [sz, p] : cached_) cudaFree(p);
+    for (auto& [sz, p] : cached_) device_free(p);
     cached_.clear();
     cached_bytes_ = 0;
     if (in_use_ + want > budget_) {
@@ -150,22 +191,31 @@ Result<DeviceMemoryPtr> DevicePool::allocate(size_t bytes, const std::string& wh
                                 what, want / 1048576.0, in_use_ / 1048576.0, budget_ / 1048576.0));
     }
   }
+  // cudaMalloc runs outside the lock (it can take milliseconds, and other threads only need the cache); the bytes
+  // count as in use meanwhile, so the budget holds.
+  in_use_ += want;
+  lock.unlock();
   void* p = nullptr;
+  Stopwatch sw;
   cudaSetDevice(device_);
-  cudaError_t e = cudaMalloc(&p, want);
+  cudaError_t e = device_malloc(&p, want);
+  metrics::inc("steadyocr_cuda_malloc_ms_total", {}, sw.elapsed_ms());
+  metrics::inc("steadyocr_cuda_mallocs_total", {});
+  lock.lock();
   if (e == cudaErrorMemoryAllocation && !cached_.empty()) {
     (void)cudaGetLastError();
-    for (auto& [sz, q] : cached_) cudaFree(q);
+    for (auto& [sz, q] : cached_) device_free(q);
     cached_.clear();
     cached_bytes_ = 0;
-    e = cudaMalloc(&p, want);
+    e = device_malloc(&p, want);
   }
   if (e != cudaSuccess) {
+    in_use_ -= want;
+    publish_locked();
     lock.unlock();
     Status s = gpu_status(e, "cudaMalloc(&p, want)", __FILE__, __LINE__);
     return Status(s.code(), fmt::format("allocating {:.1f} MiB for {}: {}", want / 1048576.0, what, s.message()));
   }
-  in_use_ += want;
   publish_locked();
   auto m = std::make_shared<DeviceMemory>();
   m->ptr = p;
@@ -181,7 +231,7 @@ void DevicePool::give_back(void* ptr, size_t bytes) {
   cached_bytes_ += bytes;
   while (cached_bytes_ > cache_cap_ && !cached_.empty()) {
     auto last = std::prev(cached_.end());  // largest first
-    cudaFree(last->second);
+    device_free(last->second);
     cached_bytes_ -= last->first;
     cached_.erase(last);
   }
@@ -190,7 +240,7 @@ void DevicePool::give_back(void* ptr, size_t bytes) {
 
 void DevicePool::trim() {
   std::lock_guard<std::mutex> lock(mu_);
-  for (auto& [sz, p] : cached_) cudaFree(p);
+  for (auto& [sz, p] : cached_) device_free(p);
   cached_.clear();
   cached_bytes_ = 0;
   publish_locked();
@@ -224,6 +274,10 @@ CudaDevice::~CudaDevice() {
   for (auto& h : free_handles_) {
     if (h.cudnn) cudnnDestroy(h.cudnn);
     if (h.cublas) cublasDestroy(h.cublas);
+    for (auto& e : h.events) {
+      if (e) cudaEventDestroy(e);
+    }
+    if (h.stream) cudaStreamDestroy(h.stream);
   }
   free_handles_.clear();
   weights_.clear();
@@ -232,12 +286,16 @@ CudaDevice::~CudaDevice() {
 Result<DeviceMemoryPtr> CudaDevice::weight(const Tensor& t, DType dt) {
   if (!t.defined()) return internal_error("weight(): undefined tensor");
   // Keyed on the source content, so a hit costs one hash and no conversion.
+  Stopwatch hash_sw;
   std::string key = fmt::format("{}>{}:{}:{:016x}", dtype_name(t.dtype()), dtype_name(dt), t.nbytes(),
                                 hash_bytes(t.raw(), t.nbytes()));
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = weights_.find(key);
-    if (it != weights_.end()) return it->second;
+    if (it != weights_.end()) {
+      metrics::inc("steadyocr_cuda_weight_ms_total", {{"phase", "hash"}}, hash_sw.elapsed_ms());
+      return it->second;
+    }
   }
   std::vector<uint8_t> converted;
   const void* src = t.raw();
@@ -260,6 +318,7 @@ Result<DeviceMemoryPtr> CudaDevice::weight(const Tensor& t, DType dt) {
   }
   ASSIGN_OR_RETURN(DeviceMemoryPtr m, pool_->allocate(bytes, "weights"));
   SO_GPU_CHECK(cudaMemcpy(m->ptr, src, bytes, cudaMemcpyHostToDevice));
+  metrics::inc("steadyocr_cuda_weight_ms_total", {{"phase", "miss"}}, hash_sw.elapsed_ms());
   std::lock_guard<std::mutex> lock(mu_);
   auto [it, inserted] = weights_.emplace(key, m);
   if (inserted) weight_bytes_ += m->bytes;
@@ -279,22 +338,64 @@ Result<Handles> CudaDevice::acquire_handles() {
       return h;
     }
   }
+  Stopwatch created;
   Handles h;
+  auto destroy = [](Handles& x) {
+    if (x.cudnn) cudnnDestroy(x.cudnn);
+    if (x.cublas) cublasDestroy(x.cublas);
+    for (auto& e : x.events) {
+      if (e) cudaEventDestroy(e);
+    }
+    if (x.stream) cudaStreamDestroy(x.stream);
+    x = Handles{};
+  };
+  auto fail = [&](Status s) {
+    destroy(h);
+    return s;
+  };
   SO_GPU_CHECK(cudaSetDevice(device_));
-  SO_GPU_CHECK(cudnnCreate(&h.cudnn));
+  cudaError_t ce = cudaStreamCreateWithFlags(&h.stream, cudaStreamNonBlocking);
+  if (ce != cudaSuccess) return fail(gpu_status(ce, "cudaStreamCreateWithFlags", __FILE__, __LINE__));
+  for (auto& e : h.events) {
+    ce = cudaEventCreate(&e);
+    if (ce != cudaSuccess) return fail(gpu_status(ce, "cudaEventCreate", __FILE__, __LINE__));
+  }
+  cudnnStatus_t ds = cudnnCreate(&h.cudnn);
+  if (ds != CUDNN_STATUS_SUCCESS) return fail(gpu_status(ds, "cudnnCreate(&h.cudnn)", __FILE__, __LINE__));
   cublasStatus_t cs = cublasCreate(&h.cublas);
-  if (cs != CUBLAS_STATUS_SUCCESS) {
-    cudnnDestroy(h.cudnn);
-    return gpu_status(cs, "cublasCreate(&h.cublas)", __FILE__, __LINE__);
-  }
+  if (cs != CUBLAS_STATUS_SUCCESS) return fail(gpu_status(cs, "cublasCreate(&h.cublas)", __FILE__, __LINE__));
   auto ws = pool_->allocate(kCublasWorkspace, "cuBLAS workspace");
-  if (!ws.is_ok()) {
-    cudnnDestroy(h.cudnn);
-    cublasDestroy(h.cublas);
-    return ws.status();
-  }
+  if (!ws.is_ok()) return fail(ws.status());
   h.cublas_workspace = std::move(ws).value();
+  ds = cudnnSetStream(h.cudnn, h.stream);
+  if (ds != CUDNN_STATUS_SUCCESS) return fail(gpu_status(ds, "cudnnSetStream", __FILE__, __LINE__));
+  // cublasSetStream resets the workspace to cuBLAS's own pool, so the workspace is set after it.
+  cs = cublasSetStream(h.cublas, h.stream);
+  if (cs == CUBLAS_STATUS_SUCCESS)
+    cs = cublasSetWorkspace(h.cublas, h.cublas_workspace->ptr, h.cublas_workspace->bytes);
+  if (cs != CUBLAS_STATUS_SUCCESS)
+    return fail(gpu_status(cs, "cublasSetStream/cublasSetWorkspace", __FILE__, __LINE__));
+  metrics::inc("steadyocr_cuda_lanes_created_total", {});
+  metrics::inc("steadyocr_cuda_lane_create_ms_total", {}, created.elapsed_ms());
   return h;
+}
+
+Status CudaDevice::reserve_lanes(int n) {
+  std::vector<Handles> made;
+  for (;;) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (static_cast<int>(free_handles_.size() + made.size()) >= n) break;
+    }
+    auto h = acquire_handles();
+    if (!h.is_ok()) {
+      for (auto& m : made) release_handles(std::move(m));
+      return h.status();
+    }
+    made.push_back(std::move(h).value());
+  }
+  for (auto& m : made) release_handles(std::move(m));
+  return Status::ok();
 }
 
 void CudaDevice::release_handles(Handles h) {
@@ -332,7 +433,10 @@ PinnedPool::~PinnedPool() {
 }
 
 Result<PinnedPtr> PinnedPool::get(size_t bytes) {
-  size_t want = round_up(std::max<size_t>(bytes, 1), kSmallGranule);
+  // Power-of-two size classes (from 64 KiB): page-locking costs milliseconds, so buffers must be reusable across
+  // the many input and output sizes of exact-shape runs.
+  size_t want = size_t{64} << 10;
+  while (want < bytes) want <<= 1;
   void* p = nullptr;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -344,7 +448,12 @@ Result<PinnedPtr> PinnedPool::get(size_t bytes) {
       free_.erase(it);
     }
   }
-  if (!p) SO_GPU_CHECK(cudaHostAlloc(&p, want, cudaHostAllocDefault));
+  if (!p) {
+    Stopwatch sw;
+    SO_GPU_CHECK(cudaHostAlloc(&p, want, cudaHostAllocDefault));
+    metrics::inc("steadyocr_cuda_host_alloc_ms_total", {}, sw.elapsed_ms());
+    metrics::inc("steadyocr_cuda_host_allocs_total", {});
+  }
   auto self = shared_from_this();
   return PinnedPtr(new PinnedBuffer{p, want}, [self](PinnedBuffer* b) { self->give_back(b); });
 }

@@ -43,13 +43,21 @@ class DevicePool : public std::enable_shared_from_this<DevicePool> {
   size_t budget() const { return budget_; }
   size_t in_use() const;
   size_t reserved() const;  // in use + cached
+  // Grows the driver's memory pool behind this one by `bytes` now (allocated and freed at once, kept reserved), so
+  // that the first plans of a run do not each wait for the driver to map memory.
+  void prewarm(size_t bytes);
 
  private:
   friend struct DeviceMemory;
   void give_back(void* ptr, size_t bytes);
   void publish_locked();
+  cudaError_t device_malloc(void** p, size_t bytes);
+  void device_free(void* p);
 
   int device_;
+  // Stream-ordered allocation from the device's default memory pool (kept reserved, never trimmed by the driver):
+  // microseconds instead of cudaMalloc's milliseconds under contention. Null where pools are unsupported.
+  cudaStream_t alloc_stream_ = nullptr;
   size_t budget_;     // 0 = none
   size_t cache_cap_;  // cached bytes above this go back to the driver (cudaFree stalls every stream)
   mutable std::mutex mu_;
@@ -77,11 +85,15 @@ class PinnedPool : public std::enable_shared_from_this<PinnedPool> {
   size_t free_bytes_ = 0;
 };
 
-// cuDNN + cuBLAS handles (one set per prepared plan at a time; reused after the plan goes away).
+// An execution lane: a stream with its cuDNN and cuBLAS handles bound to it, a cuBLAS workspace and timing events.
+// Leased for one run (or one plan build) at a time and pooled by the device: creating them costs tens of ms under
+// contention, so they are never made per shape. As many exist as runs were ever in flight at once.
 struct Handles {
   cudnnHandle_t cudnn = nullptr;
   cublasHandle_t cublas = nullptr;
   DeviceMemoryPtr cublas_workspace;
+  cudaStream_t stream = nullptr;
+  cudaEvent_t events[4] = {nullptr, nullptr, nullptr, nullptr};  // before h2d, compute, d2h, and after d2h
 };
 
 // Algorithm choice per convolution shape, made once (heuristics, no timing) and reused by every later plan.
@@ -110,6 +122,8 @@ class CudaDevice {
 
   Result<Handles> acquire_handles();
   void release_handles(Handles h);
+  // Creates lanes up to `n` now (startup), so that concurrent first runs do not create them on the request's time.
+  Status reserve_lanes(int n);
 
   // Exact problem first; else the choice made for the same layer at another spatial size (`family`), which the
   // caller verifies with a workspace query before use.

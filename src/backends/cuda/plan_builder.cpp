@@ -248,7 +248,9 @@ Status PlanBuilder::build_node(const Node& n) {
   if (!fn) return unsupported(fmt::format("{}: the CUDA backend has no kernel for op {}", n.describe(), op_name(n.op)));
   std::string why;
   if (!op_supported(n, &why)) return unsupported(fmt::format("{}: not supported on CUDA: {}", n.describe(), why));
+  Stopwatch sw;
   Status s = fn(*this, n);
+  op_ms_[op_name(n.op)] += sw.elapsed_ms();
   if (!s.is_ok()) return s.with_context(n.describe());
   bool f16 = false;
   for (const Value* o : n.outputs) {
@@ -330,6 +332,7 @@ Result<std::unique_ptr<Plan>> PlanBuilder::build() {
     metrics::inc("steadyocr_cuda_prepare_ms_total", {{"phase", "build"}}, build_ms);
     metrics::inc("steadyocr_cuda_prepare_ms_total", {{"phase", "fuse"}}, fuse_ms);
     metrics::inc("steadyocr_cuda_prepare_ms_total", {{"phase", "place"}}, sw.elapsed_ms());
+    for (const auto& [op, ms] : op_ms_) metrics::inc("steadyocr_cuda_build_ms_total", {{"op", op}}, ms);
   }
   return std::move(plan_);
 }

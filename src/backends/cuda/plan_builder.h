@@ -86,6 +86,7 @@ class PlanBuilder {
   const graph::Graph& graph_;
   PlanOptions options_;
   std::unique_ptr<Plan> plan_;
+  std::map<std::string, double> op_ms_;  // build time per op kind (metrics: where planning goes)
   std::map<const graph::Value*, DevTensor> stored_;
   std::map<std::pair<const graph::Value*, DType>, DevTensor> converted_;
   std::set<std::string> f32_nodes_;  // static rules + options_.force_f32

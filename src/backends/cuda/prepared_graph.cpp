@@ -39,12 +39,7 @@ Status CudaPreparedGraph::init(const graph::Graph& g) {
   role_ = model_role(graph_);
   signature_ = model_signature(graph_);
   Stopwatch setup;
-  ASSIGN_OR_RETURN(handles_, dev.acquire_handles());
-  SO_GPU_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
-  for (auto& e : events_) SO_GPU_CHECK(cudaEventCreate(&e));
-  SO_GPU_CHECK(cudnnSetStream(handles_.cudnn, stream_));
-  SO_GPU_CHECK(cublasSetStream(handles_.cublas, stream_));
-  SO_GPU_CHECK(cublasSetWorkspace(handles_.cublas, handles_.cublas_workspace->ptr, handles_.cublas_workspace->bytes));
+  ASSIGN_OR_RETURN(Handles lane, dev.acquire_handles());  // for cuDNN's algorithm queries while building
   metrics::inc("steadyocr_cuda_prepare_ms_total", {{"phase", "setup"}}, setup.elapsed_ms());
   PlanOptions opts;
   opts.precision = state_->precision;
@@ -60,24 +55,19 @@ Status CudaPreparedGraph::init(const graph::Graph& g) {
   }
   if (!state_->calibrate) precision_settled_ = true;
   built_f32_ = opts.force_f32;
-  PlanBuilder builder(dev, handles_.cudnn, graph_, opts);
-  ASSIGN_OR_RETURN(plan_, builder.build());
+  PlanBuilder builder(dev, lane.cudnn, graph_, opts);
+  auto plan = builder.build();
+  if (!device_lost()) dev.release_handles(std::move(lane));
+  if (!plan.is_ok()) return plan.status();
+  plan_ = std::move(plan).value();
   return Status::ok();
 }
 
 CudaPreparedGraph::~CudaPreparedGraph() {
+  // Runs are synchronous: nothing of this plan is in flight once no run holds it.
   if (state_ && state_->device) cudaSetDevice(state_->device->index());
   drop_graph();
-  if (stream_) {
-    cudaStreamSynchronize(stream_);
-    cudaStreamDestroy(stream_);
-  }
-  for (auto& e : events_) {
-    if (e) cudaEventDestroy(e);
-  }
   plan_.reset();
-  if (state_ && state_->device && handles_.cudnn && !device_lost())
-    state_->device->release_handles(std::move(handles_));
 }
 
 size_t CudaPreparedGraph::workspace_bytes() const {
@@ -91,9 +81,9 @@ void CudaPreparedGraph::drop_graph() {
 
 ExecContext CudaPreparedGraph::context(const Plan& plan) const {
   ExecContext ctx;
-  ctx.stream = stream_;
-  ctx.cudnn = handles_.cudnn;
-  ctx.cublas = handles_.cublas;
+  ctx.stream = lane_->stream;
+  ctx.cudnn = lane_->cudnn;
+  ctx.cublas = lane_->cublas;
   ctx.workspace = plan.bindings.ptr(plan.workspace);
   ctx.workspace_bytes = plan.workspace_bytes;
   return ctx;
@@ -102,7 +92,7 @@ ExecContext CudaPreparedGraph::context(const Plan& plan) const {
 Status CudaPreparedGraph::stage_inputs(const Plan& plan, const std::vector<Tensor>& inputs) {
   Stopwatch sw;
   staging_.clear();
-  SO_GPU_CHECK(cudaEventRecord(events_[0], stream_));
+  SO_GPU_CHECK(cudaEventRecord(lane_->events[0], lane_->stream));
   for (size_t i = 0; i < inputs.size(); ++i) {
     const DevTensor& t = plan.inputs[i];
     // Page-locked inputs go straight to the device; others through a pinned staging buffer (one host copy).
@@ -115,7 +105,7 @@ Status CudaPreparedGraph::stage_inputs(const Plan& plan, const std::vector<Tenso
       src = buf->ptr;
       staging_.push_back(std::move(buf));
     }
-    SO_GPU_CHECK(cudaMemcpyAsync(plan.bindings.ptr(t.ref), src, t.nbytes(), cudaMemcpyHostToDevice, stream_));
+    SO_GPU_CHECK(cudaMemcpyAsync(plan.bindings.ptr(t.ref), src, t.nbytes(), cudaMemcpyHostToDevice, lane_->stream));
   }
   host_copy_ms_ = sw.elapsed_ms();
   return Status::ok();
@@ -123,9 +113,10 @@ Status CudaPreparedGraph::stage_inputs(const Plan& plan, const std::vector<Tenso
 
 void CudaPreparedGraph::record_stage_times() {
   float h2d = 0, compute = 0, d2h = 0;
-  if (cudaEventElapsedTime(&h2d, events_[0], events_[1]) != cudaSuccess ||
-      cudaEventElapsedTime(&compute, events_[1], events_[2]) != cudaSuccess ||
-      cudaEventElapsedTime(&d2h, events_[2], events_[3]) != cudaSuccess) {
+  const cudaEvent_t* ev = lane_->events;
+  if (cudaEventElapsedTime(&h2d, ev[0], ev[1]) != cudaSuccess ||
+      cudaEventElapsedTime(&compute, ev[1], ev[2]) != cudaSuccess ||
+      cudaEventElapsedTime(&d2h, ev[2], ev[3]) != cudaSuccess) {
     (void)cudaGetLastError();
     return;
   }
@@ -143,7 +134,7 @@ Status CudaPreparedGraph::rebuild(const std::set<std::string>& f32_nodes) {
   opts.precision = state_->precision;
   opts.force_f32 = f32_nodes;
   plan_.reset();  // its arena goes back to the pool first
-  PlanBuilder builder(*state_->device, handles_.cudnn, graph_, opts);
+  PlanBuilder builder(*state_->device, lane_->cudnn, graph_, opts);
   ASSIGN_OR_RETURN(plan_, builder.build());
   built_f32_ = f32_nodes;
   good_runs_ = 0;
@@ -161,7 +152,7 @@ Status CudaPreparedGraph::ensure_precision(const std::vector<Tensor>& inputs) {
     }
   }
   Stopwatch sw;
-  auto cal = calibrate_precision(*state_->device, handles_.cudnn, context(*plan_), graph_, inputs, built_f32_);
+  auto cal = calibrate_precision(*state_->device, lane_->cudnn, context(*plan_), graph_, inputs, built_f32_);
   if (!cal.is_ok()) {
     if (cal.status().code() == StatusCode::kDeviceFault) return cal.status();
     log::warn("cuda", "{} calibration for {} could not run ({}); keeping the static per-layer policy", state_->name,
@@ -178,15 +169,28 @@ Status CudaPreparedGraph::ensure_precision(const std::vector<Tensor>& inputs) {
 }
 
 Status CudaPreparedGraph::run(const std::vector<Tensor>& inputs, std::vector<Tensor>* outputs) {
-  Stopwatch sw;
-  Status s = run_once(inputs, outputs);
+  Status s;
+  if (device_lost()) {
+    s = run_once(inputs, outputs);  // names the first sticky error without touching the device
+  } else {
+    auto lane = state_->device->acquire_handles();
+    if (!lane.is_ok()) {
+      s = lane.status();
+    } else {
+      lane_ = &lane.value();
+      s = run_once(inputs, outputs);
+      if (!s.is_ok() && s.code() != StatusCode::kDeviceFault) {
+        cudaStreamSynchronize(lane_->stream);  // leave nothing of the failed run in flight
+        (void)cudaGetLastError();
+      }
+      lane_ = nullptr;
+      // A lane of a lost context is dropped with the process; otherwise the next run takes it.
+      if (!device_lost()) state_->device->release_handles(std::move(lane).value());
+    }
+  }
   metrics::inc(
       "steadyocr_cuda_runs_total",
       {{"model", role_}, {"backend", state_->name}, {"result", s.is_ok() ? "ok" : status_code_name(s.code())}});
-  if (!s.is_ok() && stream_ && s.code() != StatusCode::kDeviceFault) {
-    cudaStreamSynchronize(stream_);  // leave nothing of the failed run in flight
-    (void)cudaGetLastError();
-  }
   return s;
 }
 
@@ -222,13 +226,13 @@ Status CudaPreparedGraph::run_once(const std::vector<Tensor>& inputs, std::vecto
   const Plan& plan = *plan_;
   RETURN_IF_ERROR(stage_inputs(plan, inputs));
   if (fault == faults::Kind::kIllegalAddress) {
-    SO_GPU_CHECK(k::launch_illegal_address(stream_));
-    SO_GPU_CHECK(cudaStreamSynchronize(stream_));
+    SO_GPU_CHECK(k::launch_illegal_address(lane_->stream));
+    SO_GPU_CHECK(cudaStreamSynchronize(lane_->stream));
     return internal_error("injected illegal address did not fault");
   }
   if (fault == faults::Kind::kHang) {
     ASSIGN_OR_RETURN(const volatile int* flag, faults::hang_flag());
-    SO_GPU_CHECK(k::launch_spin(flag, faults::hang_timeout_ms(), stream_));
+    SO_GPU_CHECK(k::launch_spin(flag, faults::hang_timeout_ms(), lane_->stream));
   }
   ExecContext ctx = context(plan);
   ctx.inject_no_kernel_image = fault == faults::Kind::kNoKernelImage;
@@ -237,24 +241,25 @@ Status CudaPreparedGraph::run_once(const std::vector<Tensor>& inputs, std::vecto
   // never pays for the capture.
   const bool graphs = fault == faults::Kind::kNone && state_->use_graphs && !state_->debug_sync && !graph_disabled_;
   if (graphs && !exec_ && good_runs_ >= 1) capture();
-  SO_GPU_CHECK(cudaEventRecord(events_[1], stream_));
+  SO_GPU_CHECK(cudaEventRecord(lane_->events[1], lane_->stream));
   if (graphs && exec_) {
-    SO_GPU_CHECK(cudaGraphLaunch(exec_, stream_));
+    SO_GPU_CHECK(cudaGraphLaunch(exec_, lane_->stream));
   } else {
     RETURN_IF_ERROR(enqueue_plan(plan, ctx, state_->debug_sync));
   }
-  SO_GPU_CHECK(cudaEventRecord(events_[2], stream_));
+  SO_GPU_CHECK(cudaEventRecord(lane_->events[2], lane_->stream));
   // Outputs land in pinned buffers from the pool handed to the caller as is; each goes back to the pool when the
   // caller lets go.
   std::vector<PinnedPtr> outs;
   for (size_t i = 0; i < plan.outputs.size(); ++i) {
     const DevTensor& t = plan.outputs[i];
     ASSIGN_OR_RETURN(PinnedPtr buf, state_->device->pinned()->get(t.nbytes()));
-    SO_GPU_CHECK(cudaMemcpyAsync(buf->ptr, plan.bindings.ptr(t.ref), t.nbytes(), cudaMemcpyDeviceToHost, stream_));
+    SO_GPU_CHECK(
+        cudaMemcpyAsync(buf->ptr, plan.bindings.ptr(t.ref), t.nbytes(), cudaMemcpyDeviceToHost, lane_->stream));
     outs.push_back(std::move(buf));
   }
-  SO_GPU_CHECK(cudaEventRecord(events_[3], stream_));
-  SO_GPU_CHECK(cudaStreamSynchronize(stream_));
+  SO_GPU_CHECK(cudaEventRecord(lane_->events[3], lane_->stream));
+  SO_GPU_CHECK(cudaStreamSynchronize(lane_->stream));
   staging_.clear();
   record_stage_times();
   outputs->clear();
@@ -268,13 +273,29 @@ Status CudaPreparedGraph::run_once(const std::vector<Tensor>& inputs, std::vecto
 }
 
 void CudaPreparedGraph::capture() {
+  // cuBLAS calls bake their workspace into the graph: it must be this plan's, not the lane's, which other plans use.
+  if (!graph_cublas_ws_) {
+    auto ws = state_->device->pool()->allocate(lane_->cublas_workspace->bytes, "cuBLAS workspace of a CUDA graph");
+    if (!ws.is_ok()) {
+      graph_disabled_ = true;
+      log::warn("cuda", "no memory for a CUDA graph of {} ({}); this bucket runs its kernels one by one", role_,
+                ws.status().to_string());
+      return;
+    }
+    graph_cublas_ws_ = std::move(ws).value();
+  }
   cudaGraph_t g = nullptr;
   Status s;
-  cudaError_t e = cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal);
+  cudaError_t e = cudaSuccess;
+  if (cublasSetWorkspace(lane_->cublas, graph_cublas_ws_->ptr, graph_cublas_ws_->bytes) != CUBLAS_STATUS_SUCCESS) {
+    e = cudaErrorUnknown;
+  }
+  if (e == cudaSuccess) e = cudaStreamBeginCapture(lane_->stream, cudaStreamCaptureModeThreadLocal);
   if (e == cudaSuccess) {
     s = enqueue_plan(*plan_, context(*plan_));
-    e = cudaStreamEndCapture(stream_, &g);
+    e = cudaStreamEndCapture(lane_->stream, &g);
   }
+  cublasSetWorkspace(lane_->cublas, lane_->cublas_workspace->ptr, lane_->cublas_workspace->bytes);
   if (e == cudaSuccess && s.is_ok() && g) e = cudaGraphInstantiate(&exec_, g, 0);
   if (g) cudaGraphDestroy(g);
   if (e != cudaSuccess || !s.is_ok() || !exec_) {

@@ -1,5 +1,5 @@
-// One planned shape bucket: its own stream, handles, arena and pinned host buffers; replayed as a CUDA graph
-// after the first successful run.
+// One planned shape bucket: its arena and plan; each run leases an execution lane (stream, handles, events) from the
+// device, so plans cost no streams or handles of their own. Replayed as a CUDA graph after the first good run.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -40,9 +40,8 @@ class CudaPreparedGraph final : public PreparedGraph {
   std::unique_ptr<Plan> plan_;
   std::set<std::string> built_f32_;  // f32 nodes the plan was built with
   bool precision_settled_ = false;
-  Handles handles_;
-  cudaStream_t stream_ = nullptr;
-  cudaEvent_t events_[4] = {nullptr, nullptr, nullptr, nullptr};  // before h2d, compute, d2h, and after d2h
+  Handles* lane_ = nullptr;          // the lane leased for the run in progress
+  DeviceMemoryPtr graph_cublas_ws_;  // cuBLAS workspace baked into the captured graph (lanes' own are shared)
   double host_copy_ms_ = 0;
   cudaGraphExec_t exec_ = nullptr;
   bool graph_disabled_ = false;
