@@ -340,9 +340,26 @@ std::vector<EngineOutcome> OcrEngine::ocr_batch(const std::vector<ImageJob>& job
     todo = std::move(again);
   }
   auto events = ladder_.events_since(seq);
+  // A result served below the top rung also carries the standing step-downs that put the ladder there before this
+  // batch (at startup, say): a result read on the CPU always says why it was not read on the GPU.
+  std::vector<runtime::LadderEvent> standing;
+  {
+    auto all = ladder_.events();
+    size_t from = 0;
+    for (size_t k = 0; k < all.size(); ++k) {
+      if (all[k].climb) from = k + 1;
+    }
+    for (size_t k = from; k < all.size(); ++k) {
+      if (!all[k].climb && all[k].seq <= seq) standing.push_back(all[k]);
+    }
+  }
+  const std::string top = ladder_.rungs().empty() ? std::string() : ladder_.rungs().front();
   for (size_t i = 0; i < out.size(); ++i) {
     out[i].attempts = attempts[i];
     out[i].events = events;
+    if (!standing.empty() && !out[i].backend.empty() && out[i].backend != top) {
+      out[i].events.insert(out[i].events.begin(), standing.begin(), standing.end());
+    }
     metrics::inc("steadyocr_images_total",
                  {{"backend", out[i].backend}, {"status", out[i].status.is_ok() ? "ok" : "error"}});
   }

@@ -235,6 +235,13 @@ TEST_F(Engine, NoGpuHereMeansVisibleStartupFallbackToCpu) {
     EXPECT_EQ(ev.reason.rfind("L", 0), 0u) << ev.reason;  // a doctor code (L1_NO_DRIVER here)
     EXPECT_FALSE(ev.fix.empty());
   }
+  // Every result read on the CPU says why: the startup step-downs are in its fallbacks.
+  for (auto& r : (*e)->ocr_batch(jobs_)) {
+    EXPECT_EQ(r.backend, "cpu");
+    ASSERT_EQ(r.events.size(), 2u);
+    EXPECT_EQ(r.events[0].from, "cuda-fp16");
+    EXPECT_EQ(r.events[1].from, "cuda-fp32");
+  }
 }
 
 }  // namespace
