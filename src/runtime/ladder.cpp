@@ -20,7 +20,11 @@ std::string utc_now() {
 }  // namespace
 
 Ladder::Ladder(std::vector<std::string> rungs) : rungs_(std::move(rungs)) {
-  for (auto& r : rungs_) state_.push_back(Rung{r});
+  for (auto& r : rungs_) {
+    Rung rung;
+    rung.name = r;
+    state_.push_back(rung);
+  }
   metrics::describe("steadyocr_fallback_total", "Moves on the backend ladder, by from, to and reason");
 }
 

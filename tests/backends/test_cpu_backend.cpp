@@ -169,10 +169,6 @@ TEST(CpuEltwiseEngine, InPlaceOverOperandZero) {
 
 // ---- plans: fusion, layouts, memory ----
 
-Result<std::unique_ptr<PreparedGraph>> prepare_on(Backend& b, const CaseGraph& c) {
-  return b.prepare(c.graph);
-}
-
 // Runs a case graph on the cpu backend and the reference; returns the cpu plan's step labels.
 std::vector<std::string> expect_matches_reference(const CaseGraph& c, double max_nmse = 1e-9) {
   auto cpu = cpu_or_null();

@@ -104,7 +104,9 @@ TEST_P(CpuGolden, MatchesOnnxRuntime) {
     EXPECT_EQ(c.non_finite, 0);
     if (!gc.saturated_sigmoid) {
       EXPECT_LT(c.nmse, 1e-6) << c.describe();
-      if (gc.argmax_rows && c.shape_match) EXPECT_EQ(argmax_mismatches(*out, *expected), 0);
+      if (gc.argmax_rows && c.shape_match) {
+        EXPECT_EQ(argmax_mismatches(*out, *expected), 0);
+      }
       continue;
     }
     EXPECT_LE(c.max_abs_diff, 4.0 / (1 << 24)) << c.describe();
@@ -167,7 +169,9 @@ TEST_P(CpuVsReference, MatchesReference) {
               shape_str(sc.shape).c_str(), c.describe().c_str(), first_ms, second_ms);
   EXPECT_LT(c.nmse, 1e-6) << c.describe();
   EXPECT_EQ(c.non_finite, 0);
-  if (sc.argmax_rows) EXPECT_EQ(argmax_mismatches(*first, *expected), 0);
+  if (sc.argmax_rows) {
+    EXPECT_EQ(argmax_mismatches(*first, *expected), 0);
+  }
   // The cached plan gives the same bytes on the second run (no state leaks between runs).
   ASSERT_EQ(first->shape(), second->shape());
   EXPECT_EQ(0, std::memcmp(first->raw(), second->raw(), first->nbytes()));

@@ -46,7 +46,9 @@ TEST(SerialScope, RunsParallelLoopsInlineWhileAliveAndNests) {
     std::thread t([&] { other_serial = threads_used(1000).size() == 1; });
     t.join();
   }
-  if (omp_get_num_procs() > 1) EXPECT_FALSE(other_serial);
+  if (omp_get_num_procs() > 1) {
+    EXPECT_FALSE(other_serial);
+  }
   set_num_threads(saved);
 }
 
