@@ -75,7 +75,11 @@ Result<std::unique_ptr<CudaBackend>> CudaBackend::create(int device, const std::
   // requests on the driver's and cuDNN's locks.
   if (const char* lanes = std::getenv("STEADYOCR_CUDA_LANES"); lanes && std::atoi(lanes) > 0) {
     const int n = std::min(std::atoi(lanes), 256);
-    RETURN_IF_ERROR(st->device->reserve_lanes(n));
+    // Fewer lanes only cost speed: the first runs make the missing ones.
+    if (Status s = st->device->reserve_lanes(n); !s.is_ok()) {
+      log::warn("cuda", "could not prepare {} execution lanes at start ({}); runs create them as needed", n,
+                s.to_string());
+    }
     size_t warm = size_t{2} << 30;
     if (mem_budget_bytes > 0) warm = std::min(warm, mem_budget_bytes / 2);
     st->device->pool()->prewarm(warm);
