@@ -5,6 +5,7 @@
 
 #include <string>
 
+#include "core/compare.h"
 #include "core/tensor.h"
 
 namespace steadyocr::testing {
@@ -16,14 +17,11 @@ std::string shared_data_dir();
 std::string source_dir();
 bool file_exists(const std::string& path);
 
-struct Comparison {
-  double nmse = 0;  // sum((a-b)^2) / max(sum(b^2), tiny)
-  double max_abs_diff = 0;
-  int64_t non_finite = 0;  // NaN/Inf in `actual`
-  bool shape_match = true;
-  std::string describe() const;
-};
-Comparison compare(const Tensor& actual, const Tensor& expected);
+// NMSE, max abs diff, non-finite count and shape check (src/core/compare.h).
+using ::steadyocr::Comparison;
+inline Comparison compare(const Tensor& actual, const Tensor& expected) {
+  return compare_tensors(actual, expected);
+}
 
 // Deterministic uniform values in [lo, hi).
 Tensor random_tensor(const Shape& shape, uint32_t seed, float lo = -1.f, float hi = 1.f);

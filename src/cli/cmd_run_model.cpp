@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "cli/commands.h"
+#include "core/compare.h"
 #include "core/log.h"
 #include "core/npy.h"
 #include "core/timer.h"
@@ -106,20 +107,9 @@ int run_model(const RunModelArgs& a) {
                    shape_str(expected->shape()).c_str());
       return kExitFailed;
     }
-    std::vector<float> x = out.to_floats(), y = expected->to_floats();
-    double num = 0, den = 0, max_diff = 0;
-    int64_t non_finite = 0;
-    for (size_t i = 0; i < x.size(); ++i) {
-      if (!std::isfinite(x[i])) {
-        ++non_finite;
-        continue;
-      }
-      double d = static_cast<double>(x[i]) - y[i];
-      num += d * d;
-      den += static_cast<double>(y[i]) * y[i];
-      max_diff = std::max(max_diff, std::abs(d));
-    }
+    const Comparison c = compare_tensors(out, *expected);
     // Rows are the last axis: argmax per row must agree (class decisions of rec/cls).
+    std::vector<float> x = out.to_floats(), y = expected->to_floats();
     int64_t row = out.shape().empty() ? 1 : out.shape().back();
     int64_t rows = row ? static_cast<int64_t>(x.size()) / row : 0, argmax_diff = 0;
     for (int64_t r = 0; r < rows && row > 1; ++r) {
@@ -127,20 +117,17 @@ int run_model(const RunModelArgs& a) {
       auto ay = std::max_element(y.begin() + r * row, y.begin() + (r + 1) * row) - (y.begin() + r * row);
       argmax_diff += ax != ay;
     }
-    double nmse = non_finite ? INFINITY : num / std::max(den, 1e-30);
-    bool ok = nmse < a.max_nmse;
-    std::printf("compare: nmse=%.3e max_abs_diff=%.3e non_finite=%lld argmax_rows_differing=%lld/%lld -> %s\n", nmse,
-                max_diff, static_cast<long long>(non_finite), static_cast<long long>(argmax_diff),
+    bool ok = c.nmse < a.max_nmse;
+    std::printf("compare: nmse=%.3e max_abs_diff=%.3e non_finite=%lld argmax_rows_differing=%lld/%lld -> %s\n", c.nmse,
+                c.max_abs_diff, static_cast<long long>(c.non_finite), static_cast<long long>(argmax_diff),
                 static_cast<long long>(rows), ok ? "MATCH" : "MISMATCH");
     // A map that is ~0 everywhere (a saturated sigmoid) makes NMSE measure the producer's float32 rounding.
-    double max_expected = 0;
-    for (float v : y) max_expected = std::max(max_expected, static_cast<double>(std::abs(v)));
-    if (!ok && max_expected < 1e-4 && max_diff < 1e-6) {
+    if (!ok && c.max_abs_expected < 1e-4 && c.max_abs_diff < 1e-6) {
       std::printf(
           "compare: note: every expected value is below %.1e, so NMSE compares float32 rounding noise (ONNX "
           "Runtime's sigmoid outputs this small are multiples of 2^-25); the absolute difference (%.1e) is the "
           "meaningful figure here (see tests/data/golden_page/README.md)\n",
-          max_expected, max_diff);
+          c.max_abs_expected, c.max_abs_diff);
     }
     if (!ok) return kExitFailed;
   }

@@ -10,6 +10,7 @@
 #include <set>
 
 #include "backends/reference/reference_backend.h"
+#include "core/compare.h"
 #include "doctor/device_checks.h"
 #include "doctor/test_graphs.h"
 #include "graph/onnx_import.h"
@@ -23,37 +24,9 @@ using Clock = std::chrono::steady_clock;
 constexpr double kNmseFp32 = 1e-5;  // fp32 kernels (TF32 tensor-core convs included) vs the fp32 oracle
 constexpr double kNmseFp16 = 1e-3;  // fp16 storage/compute vs the fp32 oracle
 
-struct Compared {
-  double nmse = 0, max_abs_diff = 0;
-  int64_t non_finite = 0;
-  bool shape_match = true;
-  bool within(double limit) const { return shape_match && non_finite == 0 && nmse <= limit; }
-  nlohmann::json json() const {
-    return {{"nmse", nmse}, {"max_abs_diff", max_abs_diff}, {"non_finite", non_finite}, {"shape_match", shape_match}};
-  }
-};
-
-Compared compare(const Tensor& actual, const Tensor& expected) {
-  Compared c;
-  if (actual.shape() != expected.shape()) {
-    c.shape_match = false;
-    c.nmse = INFINITY;
-    return c;
-  }
-  std::vector<float> a = actual.to_floats(), b = expected.to_floats();
-  double num = 0, den = 0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (!std::isfinite(a[i])) {
-      ++c.non_finite;
-      continue;
-    }
-    double d = static_cast<double>(a[i]) - b[i];
-    num += d * d;
-    den += static_cast<double>(b[i]) * b[i];
-    c.max_abs_diff = std::max(c.max_abs_diff, std::abs(d));
-  }
-  c.nmse = c.non_finite ? INFINITY : num / std::max(den, 1e-30);
-  return c;
+nlohmann::json to_json(const Comparison& c) {
+  return {
+      {"nmse", c.nmse}, {"max_abs_diff", c.max_abs_diff}, {"non_finite", c.non_finite}, {"shape_match", c.shape_match}};
 }
 
 Result<std::vector<Tensor>> run_graph(Backend& backend, const TestGraph& tg) {
@@ -134,7 +107,7 @@ ChildCheckResult check_backend_ops(const PluginFacts& plugin, const nlohmann::js
   auto reference = make_reference_backend();
   nlohmann::json per_graph = nlohmann::json::object();
   std::string error_code, error_text, mismatch_text, worst_what;
-  Compared worst;
+  Comparison worst;
   std::set<std::string> declined;
   bool inject = !fp16 && fault_injected("numeric_mismatch");
   int ran = 0;
@@ -167,8 +140,8 @@ ChildCheckResult check_backend_ops(const PluginFacts& plugin, const nlohmann::js
     }
     ++ran;
     if (inject && ran == 1 && !got->empty() && got->front().numel() > 0) got->front().data<float>()[0] += 100.f;
-    Compared c = compare(got->front(), expected->front());
-    per_graph[tg.name] = c.json();
+    Comparison c = compare_tensors(got->front(), expected->front());
+    per_graph[tg.name] = to_json(c);
     if (!c.within(limit) && (mismatch_text.empty() || c.nmse > worst.nmse)) {
       worst = c;
       worst_what = tg.name;
@@ -233,7 +206,7 @@ ChildCheckResult check_model_convs(const PluginFacts& plugin, const nlohmann::js
 
   nlohmann::json per_model = nlohmann::json::object();
   std::string load_error_model, load_error, error_code, error_text, mismatch_text;
-  Compared worst;
+  Comparison worst;
   std::map<std::string, std::map<std::string, int>> declined;  // model -> op -> count
   int shapes = 0, compared = 0, skipped_for_time = 0;
   std::set<std::string> seen;
@@ -278,7 +251,7 @@ ChildCheckResult check_model_convs(const PluginFacts& plugin, const nlohmann::js
       }
       ++compared;
       ++model_compared;
-      Compared c = compare(got->front(), expected->front());
+      Comparison c = compare_tensors(got->front(), expected->front());
       if (!c.within(kNmseFp32) && (mismatch_text.empty() || c.nmse > worst.nmse)) {
         worst = c;
         mismatch_text = fmt::format("{} ({})", sig, basename(file));

@@ -10,6 +10,7 @@
 #include <mutex>
 #include <thread>
 
+#include "core/compare.h"
 #include "doctor/device_checks.h"
 #include "doctor/test_graphs.h"
 #include "graph/onnx_import.h"
@@ -21,18 +22,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 constexpr double kNmseWorkers = 1e-6;    // the same graph run concurrently vs serially
 constexpr int64_t kGrowthLimitMib = 16;  // free device memory may wander this much over identical runs
-
-double nmse(const Tensor& a, const Tensor& b) {
-  if (a.shape() != b.shape()) return INFINITY;
-  std::vector<float> x = a.to_floats(), y = b.to_floats();
-  double num = 0, den = 0;
-  for (size_t i = 0; i < x.size(); ++i) {
-    if (!std::isfinite(x[i])) return INFINITY;
-    num += (static_cast<double>(x[i]) - y[i]) * (static_cast<double>(x[i]) - y[i]);
-    den += static_cast<double>(y[i]) * y[i];
-  }
-  return num / std::max(den, 1e-30);
-}
 
 // The rec model at 48x320 when --models holds it (a real workload), else the synthetic worker graph.
 Result<TestGraph> workload(const std::string& models_dir) {
@@ -140,7 +129,7 @@ ChildCheckResult check_backend_workers(const PluginFacts& plugin, const nlohmann
         if (!st.is_ok())
           error = fmt::format("run {}: {}", i, st.to_string());
         else
-          worst = std::max(worst, nmse(outputs.front(), ref->front()));
+          worst = std::max(worst, compare_tensors(outputs.front(), ref->front()).nmse);
       }
       std::lock_guard<std::mutex> lock(state->mu);
       state->errors[w] = error;

@@ -10,6 +10,7 @@
 #include <random>
 
 #include "backends/reference/reference_backend.h"
+#include "core/compare.h"
 #include "core/log.h"
 #include "core/metrics.h"
 #include "core/parallel.h"
@@ -42,20 +43,6 @@ Tensor det_self_test_input() {
   return det_preprocess(page, 320).tensor;
 }
 
-double nmse(const Tensor& a, const Tensor& b) {
-  if (a.shape() != b.shape()) return INFINITY;
-  double num = 0, den = 0;
-  const float* x = a.data<float>();
-  const float* y = b.data<float>();
-  for (int64_t i = 0; i < a.numel(); ++i) {
-    if (!std::isfinite(x[i])) return INFINITY;
-    double d = static_cast<double>(x[i]) - y[i];
-    num += d * d;
-    den += static_cast<double>(y[i]) * y[i];
-  }
-  return num / std::max(den, 1e-30);
-}
-
 // Runs `model` on a fixed input and compares with the same model on the reference backend.
 Status self_test_model(const std::string& stage, runtime::Model& model, const Shape& shape, double tolerance,
                        std::string* summary) {
@@ -64,7 +51,7 @@ Status self_test_model(const std::string& stage, runtime::Model& model, const Sh
   auto ref_model = runtime::Model::load(model.path(), std::shared_ptr<Backend>(make_reference_backend()));
   if (!ref_model.is_ok()) return ref_model.status();
   ASSIGN_OR_RETURN(Tensor want, (*ref_model)->run(x));
-  double e = nmse(got, want);
+  double e = compare_tensors(got, want).nmse;
   *summary += fmt::format("{} {} nmse={:.2e} (tolerance {:.0e}", stage, shape_str(x.shape()), e, tolerance);
   if (stage == "det") {
     int64_t text = 0;

@@ -126,7 +126,9 @@ TEST_P(GoldenModels, ReferenceMatchesOnnxRuntime) {
     if (optimized) std::printf("[golden] %s passes: %s\n", gc.name, report.describe().c_str());
     EXPECT_TRUE(c.shape_match) << out[0].describe() << " vs " << expected->describe();
     EXPECT_EQ(c.non_finite, 0);
-    if (gc.argmax_rows && c.shape_match) EXPECT_EQ(argmax_mismatches(out[0], *expected), 0);
+    if (gc.argmax_rows && c.shape_match) {
+      EXPECT_EQ(argmax_mismatches(out[0], *expected), 0);
+    }
     if (!gc.saturated_sigmoid) {
       EXPECT_LT(c.nmse, 1e-6) << c.describe();
       continue;

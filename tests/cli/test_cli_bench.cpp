@@ -11,6 +11,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "cli/cli_run.h"
 #include "test_util.h"
 
 namespace steadyocr {
@@ -18,36 +19,18 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct BenchRun {
-  int code = -1;
-  std::string out, err;
-};
-
-std::string slurp(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
+using BenchRun = testing::CliRun;
+using testing::slurp;
 
 std::string binary() {
-  return std::string(STEADYOCR_BINARY_DIR) + "/steadyocr";
+  return testing::steadyocr_binary();
 }
 std::string engine_dir() {
   return testing::source_dir() + "/tests/data/engine";
 }
 
-// Runs `ENV steadyocr ARGS` through the shell, capturing stdout, stderr and the exit status.
 BenchRun steadyocr(const std::string& args, const std::string& env = "") {
-  static int counter = 0;
-  std::string base = ::testing::TempDir() + "/bench_" + std::to_string(::getpid()) + "_" + std::to_string(counter++);
-  std::string cmd = env + " " + binary() + " " + args + " >" + base + ".out 2>" + base + ".err";
-  int status = std::system(cmd.c_str());
-  BenchRun r;
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  r.out = slurp(base + ".out");
-  r.err = slurp(base + ".err");
-  return r;
+  return testing::run_steadyocr(args, env);
 }
 
 int images_in(const std::string& dir) {

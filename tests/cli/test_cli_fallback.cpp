@@ -10,30 +10,16 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "cli/cli_run.h"
 #include "test_util.h"
 
 namespace steadyocr {
 namespace {
 
-struct CliResult {
-  int code = -1;
-  std::string out, err;
-};
-
-std::string slurp(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
+using CliResult = testing::CliRun;
 
 CliResult run(const std::string& env, const std::string& args) {
-  static int n = 0;
-  std::string base = ::testing::TempDir() + "/fallback_" + std::to_string(::getpid()) + "_" + std::to_string(n++);
-  std::string cmd =
-      env + " " + std::string(STEADYOCR_BINARY_DIR) + "/steadyocr " + args + " >" + base + ".out 2>" + base + ".err";
-  int st = std::system(cmd.c_str());
-  return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, slurp(base + ".out"), slurp(base + ".err")};
+  return testing::run_steadyocr(args, env);
 }
 
 std::map<std::string, std::vector<std::string>> texts(const nlohmann::json& j) {

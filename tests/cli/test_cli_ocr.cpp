@@ -9,6 +9,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "cli/cli_run.h"
 #include "test_util.h"
 
 namespace steadyocr {
@@ -16,36 +17,18 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct CliRun {
-  int code = -1;
-  std::string out, err;
-};
-
-std::string slurp(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
+using testing::CliRun;
+using testing::slurp;
 
 std::string binary() {
-  return std::string(STEADYOCR_BINARY_DIR) + "/steadyocr";
+  return testing::steadyocr_binary();
 }
 std::string decode_dir() {
   return testing::source_dir() + "/tests/data/ocr/decode";
 }
 
-// Runs `steadyocr ARGS` through the shell, capturing stdout, stderr and the exit status.
 CliRun steadyocr(const std::string& args) {
-  static int counter = 0;
-  std::string base = ::testing::TempDir() + "/cli_" + std::to_string(::getpid()) + "_" + std::to_string(counter++);
-  std::string cmd = binary() + " " + args + " >" + base + ".out 2>" + base + ".err";
-  int status = std::system(cmd.c_str());
-  CliRun r;
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  r.out = slurp(base + ".out");
-  r.err = slurp(base + ".err");
-  return r;
+  return testing::run_steadyocr(args);
 }
 
 class CliOcr : public ::testing::Test {

@@ -117,17 +117,10 @@ Status build_conv(PlanBuilder& b, const graph::Node& n) {
   }
   if (!used) return last;
 
-  ASSIGN_OR_RETURN(int src, b.in_layout(x, pd.src_desc()));
-  ASSIGN_OR_RETURN(dnnl::memory wm, b.weights().get(w->constant, w_plain, pd.weights_desc()));
-  args.add_memory(DNNL_ARG_WEIGHTS, wm);
-  if (bias) {
-    const Tensor& bt = b.keep(bias->constant);
-    args.add_memory(DNNL_ARG_BIAS, dnnl::memory(bias_md, cpu_engine(), const_cast<void*>(bt.raw())));
-  }
-  std::vector<int> reads{src};
-  ASSIGN_OR_RETURN(int dst, fused_output(b, *used, n, pd.dst_desc(), {src}, &reads));
-  args.add(DNNL_ARG_SRC, src, pd.src_desc());
-  args.add(DNNL_ARG_DST, dst, pd.dst_desc());
+  ASSIGN_OR_RETURN(WeightedBinding bound, bind_weighted(b, *used, n, x, w, w_plain, bias, bias_md, pd.src_desc(),
+                                                        pd.weights_desc(), pd.dst_desc(), args));
+  const int dst = bound.dst;
+  std::vector<int> reads = std::move(bound.reads);
 
   std::string label =
       fmt::format("conv {}x{}/{}{} {}->{} {}{}", a.kernel[0], a.kernel[1], a.strides[0],

@@ -5,6 +5,9 @@
 #include <cmath>
 #include <cstdlib>
 
+#include "backends/cpu/dnnl_util.h"
+#include "backends/cpu/weight_cache.h"
+
 namespace steadyocr::cpu {
 namespace {
 
@@ -370,6 +373,25 @@ Result<int> fused_output(PlanBuilder& b, const Epilogue& e, const graph::Node& n
   int out = b.new_buffer(DType::kF32, e.out->shape, dst_md, e.out->name);
   RETURN_IF_ERROR(b.add_reorder(r, out, &n));
   reads->push_back(out);
+  return out;
+}
+
+Result<WeightedBinding> bind_weighted(PlanBuilder& b, const Epilogue& used, const graph::Node& n, const graph::Value* x,
+                                      const graph::Value* w, const Md& w_plain, const graph::Value* bias,
+                                      const Md& bias_md, const Md& src_md, const Md& weights_md, const Md& dst_md,
+                                      DnnlArgs& args) {
+  WeightedBinding out;
+  ASSIGN_OR_RETURN(out.src, b.in_layout(x, src_md));
+  ASSIGN_OR_RETURN(dnnl::memory wm, b.weights().get(w->constant, w_plain, weights_md));
+  args.add_memory(DNNL_ARG_WEIGHTS, wm);
+  if (bias) {
+    const Tensor& bt = b.keep(bias->constant);
+    args.add_memory(DNNL_ARG_BIAS, dnnl::memory(bias_md, cpu_engine(), const_cast<void*>(bt.raw())));
+  }
+  out.reads = {out.src};
+  ASSIGN_OR_RETURN(out.dst, fused_output(b, used, n, dst_md, {out.src}, &out.reads));
+  args.add(DNNL_ARG_SRC, out.src, src_md);
+  args.add(DNNL_ARG_DST, out.dst, dst_md);
   return out;
 }
 

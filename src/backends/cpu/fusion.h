@@ -43,6 +43,18 @@ Result<dnnl::post_ops> make_post_ops(PlanBuilder& b, const Epilogue& e, int rank
 Result<int> fused_output(PlanBuilder& b, const Epilogue& e, const graph::Node& n, const Md& dst_md,
                          const std::vector<int>& inputs, std::vector<int>* reads);
 
+// Binds a convolution-like primitive chosen for `used`: source in the layout it wants, weights reordered once into
+// its layout (cached), the optional bias and the fused destination. Returns {source, destination} buffers; adds
+// what the step reads to `reads`.
+struct WeightedBinding {
+  int src = -1, dst = -1;
+  std::vector<int> reads;
+};
+Result<WeightedBinding> bind_weighted(PlanBuilder& b, const Epilogue& used, const graph::Node& n, const graph::Value* x,
+                                      const graph::Value* w, const Md& w_plain, const graph::Value* bias,
+                                      const Md& bias_md, const Md& src_md, const Md& weights_md, const Md& dst_md,
+                                      DnnlArgs& args);
+
 // A constant's role against an output of shape `out` whose channels are on `channel_axis`.
 enum class ConstRole { kScalar, kPerChannel, kOther };
 ConstRole classify_constant(const Tensor& c, const Shape& out, int channel_axis);
