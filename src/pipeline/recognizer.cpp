@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
-#include <thread>
 
 #include "core/parallel.h"
 
@@ -71,7 +70,8 @@ Result<std::vector<RecText>> Recognizer::recognize(const std::vector<cv::Mat>& c
       groups.push_back({start, n, w});
     }
   }
-  auto run_group = [&](const Group& g) -> Status {
+  // One call after another (overlapping a picture's calls on the GPU measured slower: more shapes planned at once).
+  for (const Group& g : groups) {
     const size_t start = g.start, n = g.n;
     const int w = g.width;
     const size_t rows = options_.pad_batch ? (n + batch - 1) / batch * batch : n;
@@ -97,24 +97,7 @@ Result<std::vector<RecText>> Recognizer::recognize(const std::vector<cv::Mat>& c
     for (size_t k = 0; k < n; ++k) {
       out[order[start + k]] = ctc_greedy_decode(p + k * static_cast<size_t>(steps) * classes, steps, classes, dict_);
     }
-    return Status::ok();
-  };
-  const size_t lanes = std::min(groups.size(), static_cast<size_t>(std::max(options_.concurrent_calls, 1)));
-  if (lanes <= 1) {
-    for (const Group& g : groups) RETURN_IF_ERROR(run_group(g));
-    return out;
   }
-  // Each thread takes every lanes-th group; the first error wins (the others finish their call and stop).
-  std::vector<Status> status(lanes);
-  std::vector<std::thread> threads;
-  for (size_t t = 1; t < lanes; ++t) {
-    threads.emplace_back([&, t] {
-      for (size_t i = t; i < groups.size() && status[t].is_ok(); i += lanes) status[t] = run_group(groups[i]);
-    });
-  }
-  for (size_t i = 0; i < groups.size() && status[0].is_ok(); i += lanes) status[0] = run_group(groups[i]);
-  for (auto& th : threads) th.join();
-  for (const Status& s : status) RETURN_IF_ERROR(s);
   return out;
 }
 

@@ -28,8 +28,6 @@ struct RecOptions {
   // run as one model call of up to this many rows (0: off). Each row is still the crop normalised at its own
   // batch's width, so the rows are the same as PaddleOCR's; only the number of calls (and new shapes) drops.
   int merge_rows = 0;
-  // Model calls of one picture in flight at once (GPU backends: each goes to its own stream; 1: one after another).
-  int concurrent_calls = 1;
 };
 
 // Writes one crop into `dst` (3 x height x width floats, CHW): resized (bilinear) to `height` rows keeping its
