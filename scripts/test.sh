@@ -6,5 +6,6 @@ BUILD_DIR=${BUILD_DIR:-build}
 # Tests run in parallel: idle OpenMP threads must sleep, not spin, or they starve each other.
 export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-PASSIVE}
 scripts/check_format.sh
+scripts/check_layers.sh
 ninja -C "$BUILD_DIR" -j "${JOBS:-$(nproc)}"
 ctest --test-dir "$BUILD_DIR" --output-on-failure -j "${JOBS:-$(nproc)}" --timeout 900

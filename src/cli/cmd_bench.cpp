@@ -14,13 +14,14 @@
 #include "cli/engine_options.h"
 #include "core/parallel.h"
 #include "core/timer.h"
-#include "pipeline/engine.h"
+#include "engine/engine.h"
 #include "pipeline/image_decode.h"
 
 namespace steadyocr::cli {
 namespace {
 
 using namespace steadyocr::pipeline;
+using namespace steadyocr::engine;
 using nlohmann::json;
 
 constexpr const char* kStages[] = {"decode", "det", "post", "cls", "rec", "total"};
@@ -30,7 +31,8 @@ constexpr const char* kJsonSchema = R"(--json prints one object:
   failed            inputs that could not be read or failed in any pass (each named on stderr; exit 1)
   warmup, passes    untimed and timed passes over all images
   threads           threads used
-  backend           the rung serving at the end; backends_used: {rung: results it produced in timed passes}
+  rung              the rung serving at the end; backend: the backend it runs (cpu-worker runs cpu)
+  backends_used     {rung: results it produced in timed passes}
   startup_ms        engine creation (model load and self-test), not part of any pass
   pass_ms           wall time of each timed pass; pass_ms_median, pass_ms_best
   images_per_s      images / median pass wall; images_per_s_best: images / best pass wall
@@ -89,12 +91,12 @@ double stage_of(const StageTimes& t, const std::string& stage) {
   return t.total;
 }
 
-json event_json(const runtime::LadderEvent& e) {
+json event_json(const LadderEvent& e) {
   return {{"time", e.time},     {"from", e.from}, {"to", e.to},      {"reason", e.reason},
           {"detail", e.detail}, {"fix", e.fix},   {"climb", e.climb}};
 }
 
-std::string event_line(const runtime::LadderEvent& e) {
+std::string event_line(const LadderEvent& e) {
   std::string s = e.time + ": " + (e.from.empty() ? "(start)" : e.from) + " -> " + (e.to.empty() ? "(none)" : e.to) +
                   (e.climb ? " (back up)" : "") + ": " + e.reason;
   if (!e.detail.empty()) s += " - " + e.detail;
@@ -134,7 +136,7 @@ void print_table(const json& r) {
   } else {
     std::printf("backend events:\n");
     for (const auto& e : r["events"]) {
-      runtime::LadderEvent ev;
+      LadderEvent ev;
       ev.time = e["time"];
       ev.from = e["from"];
       ev.to = e["to"];
@@ -231,7 +233,7 @@ int run_bench(const BenchArgs& a) {
           continue;
         }
         if (!timed) continue;
-        ++backends_used[o.backend];
+        ++backends_used[o.rung];
         for (size_t s = 0; s < std::size(kStages); ++s) stage_ms[s].push_back(stage_of(o.result.timings, kStages[s]));
       }
     }
@@ -249,7 +251,8 @@ int run_bench(const BenchArgs& a) {
   r["warmup"] = a.warmup;
   r["passes"] = a.repeat;
   r["threads"] = num_threads();
-  r["backend"] = engine.current_backend();
+  r["rung"] = engine.current_rung();
+  r["backend"] = engine::backend_of_rung(engine.current_rung());
   r["backends_used"] = backends_used;
   r["startup_ms"] = round_us(startup_ms);
   r["pass_ms"] = pass_ms;
@@ -284,7 +287,7 @@ int run_bench(const BenchArgs& a) {
   std::fflush(stdout);
   // Also on stderr, so that a --json run piped elsewhere cannot fall back unnoticed.
   if (r["fell_back"].get<bool>()) {
-    std::fprintf(stderr, "bench: WARNING: fell back; figures are for %s:\n", engine.current_backend().c_str());
+    std::fprintf(stderr, "bench: WARNING: fell back; figures are for %s:\n", engine.current_rung().c_str());
     for (const auto& e : events) std::fprintf(stderr, "bench:   %s\n", event_line(e).c_str());
   }
   return failed > 0 ? kExitFailed : kExitOk;

@@ -16,11 +16,10 @@
 #include "core/log.h"
 #include "core/parallel.h"
 #include "core/timer.h"
-#include "pipeline/engine.h"
+#include "engine/engine.h"
+#include "engine/result_format.h"
 #include "pipeline/image_decode.h"
 #include "pipeline/pipeline.h"
-#include "pipeline/result_format.h"
-#include "pipeline/visualize.h"
 #include "runtime/backend_registry.h"
 
 namespace steadyocr::cli {
@@ -28,6 +27,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using namespace steadyocr::pipeline;
+using namespace steadyocr::engine;
 
 struct OcrArgs {
   std::vector<std::string> inputs;
@@ -48,6 +48,14 @@ std::vector<std::string> output_names(const std::vector<InputFile>& files) {
     names.push_back(count[base] > 1 ? f.path : base);
   }
   return names;
+}
+
+// The visualisation's file name in --vis DIR: the output name with '/' replaced, an image extension kept (else .jpg).
+fs::path vis_file(const std::string& name) {
+  std::string file = name;
+  std::replace(file.begin(), file.end(), '/', '_');
+  if (!has_image_extension(file)) file += ".jpg";
+  return file;
 }
 
 class Progress {
@@ -125,8 +133,6 @@ int run_ocr(const OcrArgs& a) {
     return is_usage_error(engine_or.status()) ? kExitUsage : kExitFailed;
   }
   OcrEngine& engine = **engine_or;
-  std::unique_ptr<Visualizer> vis;
-  if (!a.vis_dir.empty()) vis = std::make_unique<Visualizer>();
 
   const std::vector<std::string> names = output_names(files);
   std::vector<ImageOutcome> outcomes;
@@ -148,6 +154,7 @@ int run_ocr(const OcrArgs& a) {
       o.name = names[start + k];
       o.path = f.path;
       jobs[k].name = o.name;
+      if (!a.vis_dir.empty()) jobs[k].vis_format = vis_file(o.name).extension().string();
       if (!f.missing.empty()) {
         o.ok = false;
         o.error = f.path + ": " + f.missing;
@@ -173,20 +180,24 @@ int run_ocr(const OcrArgs& a) {
     for (size_t r = 0; r < results.size(); ++r) {
       ImageOutcome& o = batch[index[r]];
       o.fallbacks = results[r].events;
+      o.rung = results[r].rung;
       if (!results[r].status.is_ok()) {
         o.ok = false;
-        o.result.backend = results[r].backend;
+        o.result.backend = backend_of_rung(results[r].rung);
         o.error = o.path + ": " + results[r].status.message();
         continue;
       }
       o.result = std::move(results[r].result);
-      if (vis) {
-        std::string file = o.name;
-        std::replace(file.begin(), file.end(), '/', '_');
-        if (!has_image_extension(file)) file += ".jpg";
-        auto img = decode_image(to_run[r].bytes.data(), to_run[r].bytes.size(), limits);
-        Status s =
-            img.is_ok() ? vis->write((fs::path(a.vis_dir) / file).string(), img->bgr, o.result.lines) : img.status();
+      if (!a.vis_dir.empty()) {
+        // Drawn by the rung from the picture it decoded for reading (the image is decoded once).
+        const fs::path file = fs::path(a.vis_dir) / vis_file(o.name);
+        Status s = results[r].vis_status;
+        if (s.is_ok()) {
+          std::ofstream f(file, std::ios::binary | std::ios::trunc);
+          f.write(reinterpret_cast<const char*>(results[r].vis.data()),
+                  static_cast<std::streamsize>(results[r].vis.size()));
+          if (!f) s = invalid_argument("cannot write visualisation " + file.string());
+        }
         if (!s.is_ok()) {
           progress.clear();
           std::fprintf(stderr, "warning: %s\n", s.message().c_str());
@@ -213,8 +224,8 @@ int run_ocr(const OcrArgs& a) {
   const double secs = wall.elapsed_ms() / 1000.0;
   if (!a.quiet) {
     std::fprintf(stderr, "ocr: %zu images, %zu failed, %.2f s, %.2f images/s, backend %s, %d threads\n",
-                 outcomes.size(), failed, secs, secs > 0 ? outcomes.size() / secs : 0.0,
-                 engine.current_backend().c_str(), num_threads());
+                 outcomes.size(), failed, secs, secs > 0 ? outcomes.size() / secs : 0.0, engine.current_rung().c_str(),
+                 num_threads());
   }
   // Every move on the backend ladder, also with --quiet: a slower backend is never silent.
   for (const auto& e : engine.events()) {

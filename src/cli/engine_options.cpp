@@ -3,14 +3,17 @@
 #include <opencv2/core.hpp>
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 
+#include "core/log.h"
 #include "core/parallel.h"
 
 namespace steadyocr::cli {
 
 namespace fs = std::filesystem;
 using namespace steadyocr::pipeline;
+using engine::EngineOptions;
 
 void add_engine_flags(CLI::App* app, EngineArgs* args) {
   app->add_option("--models", args->models, "Directory with the PP-OCR models and dictionary")->capture_default_str();
@@ -77,13 +80,13 @@ void add_engine_flags(CLI::App* app, EngineArgs* args) {
 }
 
 Result<EngineOptions> engine_options_from(const EngineArgs& a) {
-  static const char* kRungs[] = {"auto", "cuda-fp16", "cuda-fp32", "cpu", "reference", "cpu-worker"};
+  const std::vector<std::string>& rungs = engine::known_rungs();
   for (const auto& r : a.ladder) {
-    if (std::none_of(std::begin(kRungs) + 1, std::end(kRungs), [&](const char* k) { return r == k; })) {
+    if (std::find(rungs.begin(), rungs.end(), r) == rungs.end()) {
       return invalid_argument("unknown ladder rung '" + r + "'");
     }
   }
-  if (std::none_of(std::begin(kRungs), std::end(kRungs), [&](const char* r) { return a.backend == r; })) {
+  if (a.backend != "auto" && std::find(rungs.begin(), rungs.end(), a.backend) == rungs.end()) {
     return invalid_argument("--backend must be auto, cuda-fp16, cuda-fp32, cpu or reference (got '" + a.backend + "')");
   }
 
@@ -133,6 +136,17 @@ Result<EngineOptions> engine_options_from(const EngineArgs& a) {
   eo.threads = a.threads;
   eo.ladder = a.ladder;
   eo.job_timeout_ms = a.watchdog_s * 1000;
+  // Documented user overrides, read once here (the front door) and handed down as options.
+  if (const char* f = std::getenv("STEADYOCR_FAULT"); f && *f) {  // fault injection (docs/FAULTS.md)
+    auto rules = engine::parse_fault_spec(f);
+    if (!rules.is_ok()) return rules.status();
+    eo.faults = *rules;
+  }
+  // Images in flight per worker (benchmarks; docs/BENCHMARKS.md).
+  if (const char* c = std::getenv("STEADYOCR_WORKER_CONCURRENCY"); c && std::atoi(c) > 0) {
+    eo.worker_concurrency = std::atoi(c);
+  }
+  eo.log_level = log::level_name(log::level());  // workers log at the level of this process
   return eo;
 }
 

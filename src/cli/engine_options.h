@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "core/status.h"
-#include "pipeline/engine.h"
+#include "engine/options.h"
 
 namespace steadyocr::cli {
 
@@ -37,7 +37,7 @@ void add_engine_flags(CLI::App* app, EngineArgs* args);
 
 // Checks the backend/ladder names and that the model files the mode needs exist; kInvalidArgument names the
 // flag and the fix. Does not touch global state.
-Result<pipeline::EngineOptions> engine_options_from(const EngineArgs& args);
+Result<engine::EngineOptions> engine_options_from(const EngineArgs& args);
 
 // Sets the thread count of the pool and OpenCV (0: all cores), before the engine is created.
 void use_threads(int threads);

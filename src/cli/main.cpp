@@ -6,7 +6,7 @@
 
 #include "cli/commands.h"
 #include "core/log.h"
-#include "pipeline/engine.h"
+#include "engine/rung.h"
 
 #ifndef STEADYOCR_VERSION
 #define STEADYOCR_VERSION "dev"
@@ -16,7 +16,7 @@ using namespace steadyocr;
 
 int main(int argc, char** argv) {
   // The engine starts GPU workers as `steadyocr __worker CONFIG_JSON` (not a user command).
-  if (argc == 3 && std::string(argv[1]) == "__worker") return pipeline::worker_main(argv[2]);
+  if (argc == 3 && std::string(argv[1]) == "__worker") return engine::worker_main(argv[2]);
   CLI::App app{"steadyocr " STEADYOCR_VERSION " - GPU-robust OCR (PP-OCR det -> cls -> rec) on CUDA and CPU"};
   app.require_subcommand(1);
   app.set_version_flag("--version", STEADYOCR_VERSION);
@@ -40,9 +40,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "error: --log-level must be one of debug|info|warn|error|off (got '%s')\n", log_level.c_str());
     return cli::kExitUsage;
   }
-  log::set_level(lvl);
-  // Worker processes (GPU rungs) log at the level asked for here.
-  if (app.count("--log-level") > 0) ::setenv("STEADYOCR_LOG_LEVEL", log_level.c_str(), 1);
+  log::set_level(lvl);  // worker processes get it through the engine options
   for (auto& c : commands) {
     if (c.app && c.app->parsed()) return c.run();
   }

@@ -9,21 +9,6 @@
 #include <mutex>
 
 namespace steadyocr::log {
-namespace {
-
-std::atomic<Level> g_level{Level::kInfo};
-std::atomic<bool> g_json{false};
-
-spdlog::logger& logger() {
-  static std::shared_ptr<spdlog::logger> l = [] {
-    auto sink = std::make_shared<spdlog::sinks::stderr_sink_mt>();
-    auto lg = std::make_shared<spdlog::logger>("steadyocr", sink);
-    lg->set_pattern("%v");
-    lg->set_level(spdlog::level::trace);
-    return lg;
-  }();
-  return *l;
-}
 
 const char* level_name(Level l) {
   switch (l) {
@@ -39,6 +24,22 @@ const char* level_name(Level l) {
       return "off";
   }
   return "?";
+}
+
+namespace {
+
+std::atomic<Level> g_level{Level::kInfo};
+std::atomic<bool> g_json{false};
+
+spdlog::logger& logger() {
+  static std::shared_ptr<spdlog::logger> l = [] {
+    auto sink = std::make_shared<spdlog::sinks::stderr_sink_mt>();
+    auto lg = std::make_shared<spdlog::logger>("steadyocr", sink);
+    lg->set_pattern("%v");
+    lg->set_level(spdlog::level::trace);
+    return lg;
+  }();
+  return *l;
 }
 
 std::string json_escape(std::string_view s) {

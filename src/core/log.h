@@ -12,6 +12,8 @@ enum class Level { kDebug = 0, kInfo = 1, kWarn = 2, kError = 3, kOff = 4 };
 
 void set_level(Level level);
 Level level();
+// "debug", "info", "warn", "error" or "off".
+const char* level_name(Level level);
 // Parses "debug|info|warn|error|off"; returns false on an unknown name.
 bool parse_level(std::string_view name, Level* out);
 // Structured JSON lines instead of text (used by the server).

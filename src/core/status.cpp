@@ -32,6 +32,16 @@ const char* status_code_name(StatusCode code) {
   return "UNKNOWN";
 }
 
+bool status_code_from_name(const std::string& name, StatusCode* code) {
+  for (int c = static_cast<int>(StatusCode::kOk); c <= static_cast<int>(StatusCode::kInternal); ++c) {
+    if (name == status_code_name(static_cast<StatusCode>(c))) {
+      *code = static_cast<StatusCode>(c);
+      return true;
+    }
+  }
+  return false;
+}
+
 std::string Status::to_string() const {
   if (is_ok()) return "OK";
   return std::string(status_code_name(code_)) + ": " + message_;
@@ -39,7 +49,15 @@ std::string Status::to_string() const {
 
 Status Status::with_context(const std::string& context) const {
   if (is_ok()) return *this;
-  return Status(code_, context + ": " + message_);
+  Status s = *this;
+  s.message_ = context + ": " + message_;
+  return s;
+}
+
+Status Status::with_finding(Finding finding) const {
+  Status s = *this;
+  s.finding_ = std::move(finding);
+  return s;
 }
 
 }  // namespace steadyocr

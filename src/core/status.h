@@ -24,24 +24,43 @@ enum class StatusCode {
 };
 
 const char* status_code_name(StatusCode code);
+// The code named by status_code_name(); false for an unknown name.
+bool status_code_from_name(const std::string& name, StatusCode* code);
+
+// Where a device or backend is at fault: a stable code shared with the doctor (L1_NO_DRIVER, L3_STICKY_FAULT,
+// SELF_TEST_MISMATCH, ...; docs/DOCTOR.md), the values seen, and what the user can do. Ladder events, results,
+// log lines and counters are built from findings, never from the text of a message.
+struct Finding {
+  std::string code;
+  std::string detail;
+  std::string fix;
+  bool operator==(const Finding&) const = default;
+};
 
 class [[nodiscard]] Status {
  public:
   Status() = default;
   Status(StatusCode code, std::string message) : code_(code), message_(std::move(message)) {}
+  Status(StatusCode code, std::string message, Finding finding)
+      : code_(code), message_(std::move(message)), finding_(std::move(finding)) {}
   static Status ok() { return Status(); }
 
   bool is_ok() const { return code_ == StatusCode::kOk; }
   StatusCode code() const { return code_; }
   const std::string& message() const { return message_; }
+  // The device/backend finding behind this error, when there is one.
+  const std::optional<Finding>& finding() const { return finding_; }
   // "CODE: message" for logs and user-facing errors.
   std::string to_string() const;
-  // Returns a copy whose message is prefixed with `context: `.
+  // Returns a copy whose message is prefixed with `context: ` (the finding is kept).
   Status with_context(const std::string& context) const;
+  // Returns a copy carrying `finding` (replacing any it had).
+  Status with_finding(Finding finding) const;
 
  private:
   StatusCode code_ = StatusCode::kOk;
   std::string message_;
+  std::optional<Finding> finding_;
 };
 
 inline Status invalid_argument(std::string m) {

@@ -15,11 +15,4 @@ file(CONFIGURE OUTPUT ${CMAKE_BINARY_DIR}/generated/doctor/knowledge_base_json.h
      @ONLY)
 if(TARGET so_doctor)
   target_include_directories(so_doctor PRIVATE ${CMAKE_BINARY_DIR}/generated)
-
-  # steadyocr-doctor: only the `doctor` subcommand, without the OCR pipeline (no OpenCV and its image-codec
-  # dependency chain): a small pre-flight binary for GPU images and startup probes, same CLI and output.
-  add_executable(steadyocr-doctor ${CMAKE_CURRENT_LIST_DIR}/standalone/main.cpp
-                                  ${CMAKE_CURRENT_LIST_DIR}/../cli/cmd_doctor.cpp)
-  target_link_libraries(steadyocr-doctor PRIVATE so_doctor CLI11::CLI11 nlohmann_json::nlohmann_json)
-  set_target_properties(steadyocr-doctor PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR})
 endif()

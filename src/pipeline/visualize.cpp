@@ -108,6 +108,18 @@ cv::Mat Visualizer::draw(const cv::Mat& bgr, const std::vector<TextLine>& lines)
   return canvas;
 }
 
+Result<std::vector<uint8_t>> Visualizer::encode(const std::string& format, const cv::Mat& bgr,
+                                                const std::vector<TextLine>& lines) const {
+  cv::Mat picture = draw(bgr, lines);
+  std::vector<uint8_t> out;
+  try {
+    if (!cv::imencode(format, picture, out)) return invalid_argument("cannot encode the visualisation as " + format);
+  } catch (const cv::Exception& e) {
+    return invalid_argument("cannot encode the visualisation as " + format + ": " + e.err);
+  }
+  return out;
+}
+
 Status Visualizer::write(const std::string& path, const cv::Mat& bgr, const std::vector<TextLine>& lines) const {
   cv::Mat picture = draw(bgr, lines);
   try {

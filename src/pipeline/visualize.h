@@ -27,6 +27,9 @@ class Visualizer {
 
   // The side-by-side picture (2 * width x height, 8-bit BGR). Thread-safe.
   cv::Mat draw(const cv::Mat& bgr, const std::vector<TextLine>& lines) const;
+  // Draws and encodes in `format` (a file extension: ".jpg", ".png", ...).
+  Result<std::vector<uint8_t>> encode(const std::string& format, const cv::Mat& bgr,
+                                      const std::vector<TextLine>& lines) const;
   // Draws and writes to `path` (format from its extension). The error names the path.
   Status write(const std::string& path, const cv::Mat& bgr, const std::vector<TextLine>& lines) const;
 

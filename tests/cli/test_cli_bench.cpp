@@ -137,6 +137,7 @@ TEST_F(CliBench, FallbackIsLoud) {
   ASSERT_EQ(j.code, 0) << j.err;
   auto r = nlohmann::json::parse(j.out);
   EXPECT_TRUE(r["fell_back"].get<bool>());
+  EXPECT_EQ(r["rung"], "cpu");
   EXPECT_EQ(r["backend"], "cpu");
   ASSERT_FALSE(r["events"].empty());
   EXPECT_EQ(r["events"][0]["from"], "cpu-worker");

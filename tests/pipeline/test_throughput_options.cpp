@@ -7,7 +7,6 @@
 #include <opencv2/imgproc.hpp>
 
 #include "pipeline/det_preprocess.h"
-#include "pipeline/engine.h"
 #include "pipeline/image_decode.h"
 #include "pipeline/pipeline.h"
 #include "pipeline/recognizer.h"
@@ -83,17 +82,6 @@ TEST(WarmShapes, MergedShortLinesAtTheMinimumWidth) {
   ASSERT_EQ(rec.size(), 4u);  // 6, 12, 18, 24 rows at 320
   EXPECT_EQ(rec.front(), (Shape{6, 3, 48, 320}));
   EXPECT_EQ(rec.back(), (Shape{24, 3, 48, 320}));
-}
-
-TEST(EngineWorkers, GpuRungsKeepManyImagesInFlight) {
-  EngineOptions o;
-  EXPECT_EQ(worker_in_flight(o, "cpu-worker"), 4);
-  EXPECT_EQ(worker_jobs(o, "cpu-worker"), 2);
-  EXPECT_GE(worker_in_flight(o, "cuda-fp16"), 2);
-  EXPECT_EQ(worker_jobs(o, "cuda-fp16"), worker_in_flight(o, "cuda-fp16"));
-  o.worker_concurrency = 3;
-  EXPECT_EQ(worker_in_flight(o, "cuda-fp32"), 3);
-  EXPECT_EQ(worker_in_flight(o, "cpu-worker"), 3);
 }
 
 std::string docs_dir() {

@@ -10,10 +10,10 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
-#include "runtime/supervisor.h"
+#include "engine/supervisor.h"
 
 using namespace steadyocr;
-using namespace steadyocr::runtime;
+using namespace steadyocr::engine;
 
 int main(int argc, char** argv) {
   if (argc > 1 && std::string(argv[1]) == "--refuse") return refuse_worker(unavailable("no device for this test"));

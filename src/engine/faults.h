@@ -10,10 +10,13 @@
 //           fires only in the first worker process, like a transient fault.
 // oom: out of memory once (recovered by freeing caches and retrying); oom_batch: out of memory whenever the
 // batch holds more than one item (recovered by splitting the batch); sticky/illegal_address/launch_failure:
-// the device context is lost (on a CUDA backend the plugin launches a real faulting kernel); hang: the call
-// never returns (the watchdog must catch it); error, no_kernel_image, cudnn_not_supported: a non-sticky device
-// error. On a CUDA backend the engine arms the plugin's real fault (docs/FAULTS.md) for the chosen call.
-// See docs/FAULTS.md.
+// the device context is lost (on a CUDA backend the plugin launches a real faulting kernel; simulated in a worker
+// process, every other model call in flight there then fails too, as on a dead context); hang: the call never returns
+// (the watchdog must catch it); error, no_kernel_image, cudnn_not_supported: a non-sticky device error. On a CUDA
+// backend the engine arms the plugin's real fault (docs/FAULTS.md) for the chosen call.
+//
+// The variable is read once, at the front door (the CLI), into EngineOptions::faults; the engine hands the plan to
+// its top rung (in process, or through the worker's configuration).
 #pragma once
 
 #include <atomic>
@@ -26,7 +29,7 @@
 #include "core/status.h"
 #include "runtime/model.h"
 
-namespace steadyocr::runtime {
+namespace steadyocr::engine {
 
 struct FaultRule {
   std::string kind;
@@ -35,10 +38,13 @@ struct FaultRule {
   bool from_nth_on = false;
   bool persistent = false;
   std::string describe() const;
+  bool operator==(const FaultRule&) const = default;
 };
 
 // Parses a STEADYOCR_FAULT value; an unknown kind/stage or bad number is an error quoting the rule.
 Result<std::vector<FaultRule>> parse_fault_spec(const std::string& spec);
+// The rules as a spec again ("" for none).
+std::string fault_spec(const std::vector<FaultRule>& rules);
 // The spec a restarted worker gets: only the persistent rules.
 std::string persistent_fault_spec(const std::vector<FaultRule>& rules);
 
@@ -47,11 +53,17 @@ std::string persistent_fault_spec(const std::vector<FaultRule>& rules);
 class FaultInjector {
  public:
   explicit FaultInjector(std::vector<FaultRule> rules) : rules_(std::move(rules)) {}
-  // From $STEADYOCR_FAULT; an invalid spec is returned as an error (never ignored).
-  static Result<std::shared_ptr<FaultInjector>> from_env();
   // The rule firing on this call of `stage` with a batch of `batch` items, or null.
   const FaultRule* on_call(const std::string& stage, int64_t batch);
   bool empty() const { return rules_.empty(); }
+
+  // Whether a simulated sticky fault also fails the other model calls of this process (those in flight and those
+  // after it), as a dead context does. On in worker processes, which such a fault ends; off by default.
+  void set_collateral(bool on) { collateral_ = on; }
+  bool collateral() const { return collateral_; }
+  // A simulated sticky fault fired: with collateral, the context of this process counts as lost from now on.
+  void lose_context() { context_lost_ = collateral_; }
+  bool context_lost() const { return context_lost_.load(); }
 
   // On a real device: a hook that arms the device fault of `kind` for the next run (returns false when the
   // device cannot produce it, and the fault is then simulated).
@@ -62,43 +74,27 @@ class FaultInjector {
   std::vector<FaultRule> rules_;
   std::mutex mu_;
   std::vector<std::pair<std::string, int64_t>> counts_;
+  bool collateral_ = false;
+  std::atomic<bool> context_lost_{false};
   std::function<bool(const std::string&)> device_hook_;
 };
 
+// The injector of a rung: the plan's rules when `inject` (the top rung), none otherwise. Logs every armed rule.
+std::shared_ptr<FaultInjector> make_injector(const std::vector<FaultRule>& rules, bool inject);
+
 // Wraps a stage's runner and injects the faults the injector fires for that stage.
-class FaultInjectingRunner : public Runner {
+class FaultInjectingRunner : public runtime::Runner {
  public:
-  FaultInjectingRunner(std::string stage, std::shared_ptr<Runner> inner, std::shared_ptr<FaultInjector> injector)
+  FaultInjectingRunner(std::string stage, std::shared_ptr<runtime::Runner> inner,
+                       std::shared_ptr<FaultInjector> injector)
       : stage_(std::move(stage)), inner_(std::move(inner)), injector_(std::move(injector)) {}
   Result<Tensor> run(const Tensor& input) override;
   std::string backend_name() const override { return inner_->backend_name(); }
 
  private:
   std::string stage_;
-  std::shared_ptr<Runner> inner_;
+  std::shared_ptr<runtime::Runner> inner_;
   std::shared_ptr<FaultInjector> injector_;
 };
 
-// Recovers from out-of-memory: frees caches and retries, then splits the batch (axis 0) and runs the halves,
-// and reports a capacity error only when a single item does not fit. Every recovery is logged and counted.
-class OomResilientRunner : public Runner {
- public:
-  // `free_caches` releases what the backend can give back (plan caches, arena slack); may be null.
-  OomResilientRunner(std::string stage, std::shared_ptr<Runner> inner, std::function<void()> free_caches)
-      : stage_(std::move(stage)), inner_(std::move(inner)), free_caches_(std::move(free_caches)) {}
-  Result<Tensor> run(const Tensor& input) override;
-  std::string backend_name() const override { return inner_->backend_name(); }
-
- private:
-  Result<Tensor> run_split(const Tensor& input, int depth);
-  std::string stage_;
-  std::shared_ptr<Runner> inner_;
-  std::function<void()> free_caches_;
-};
-
-// Concatenates tensors along axis 0 (same trailing shape).
-Result<Tensor> concat_batch(const std::vector<Tensor>& parts);
-// Rows [begin, end) of axis 0 as a new tensor.
-Tensor slice_batch(const Tensor& t, int64_t begin, int64_t end);
-
-}  // namespace steadyocr::runtime
+}  // namespace steadyocr::engine

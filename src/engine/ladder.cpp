@@ -1,11 +1,11 @@
-#include "runtime/ladder.h"
+#include "engine/ladder.h"
 
 #include <ctime>
 
 #include "core/log.h"
 #include "core/metrics.h"
 
-namespace steadyocr::runtime {
+namespace steadyocr::engine {
 namespace {
 
 std::string utc_now() {
@@ -93,8 +93,8 @@ void Ladder::mark_healthy(const std::string& rung) {
   if (was_failed && after == rung && before != rung) record(before, after, "RECOVERED", "re-probe passed", "", true);
 }
 
-void Ladder::mark_failed(const std::string& rung, const std::string& reason, const std::string& detail,
-                         const std::string& fix) {
+void Ladder::mark_failed(const std::string& rung, const Finding& why) {
+  const std::string& reason = why.code;
   std::lock_guard<std::mutex> lock(mu_);
   Rung* r = find(rung);
   if (!r) return;
@@ -115,7 +115,8 @@ void Ladder::mark_failed(const std::string& rung, const std::string& reason, con
     }
     if (s.name == rung) break;
   }
-  if (!already_failed && (before == rung || better_than_after)) record(rung, after, reason, detail, fix, false);
+  if (!already_failed && (before == rung || better_than_after))
+    record(rung, after, why.code, why.detail, why.fix, false);
 }
 
 std::vector<LadderEvent> Ladder::events() const {
@@ -163,4 +164,4 @@ void Ladder::set_backoff(std::chrono::milliseconds first, std::chrono::milliseco
   max_backoff_ = max;
 }
 
-}  // namespace steadyocr::runtime
+}  // namespace steadyocr::engine

@@ -1,4 +1,4 @@
-#include "runtime/fault_injection.h"
+#include "engine/faults.h"
 
 #include <chrono>
 #include <cstdlib>
@@ -8,7 +8,7 @@
 #include "core/log.h"
 #include "core/metrics.h"
 
-namespace steadyocr::runtime {
+namespace steadyocr::engine {
 namespace {
 
 const char* const kKinds[] = {"oom",  "oom_batch", "sticky",          "illegal_address",    "launch_failure",
@@ -83,6 +83,12 @@ Result<std::vector<FaultRule>> parse_fault_spec(const std::string& spec) {
   return rules;
 }
 
+std::string fault_spec(const std::vector<FaultRule>& rules) {
+  std::string out;
+  for (auto& r : rules) out += (out.empty() ? "" : ",") + r.describe();
+  return out;
+}
+
 std::string persistent_fault_spec(const std::vector<FaultRule>& rules) {
   std::string out;
   for (auto& r : rules) {
@@ -91,12 +97,10 @@ std::string persistent_fault_spec(const std::vector<FaultRule>& rules) {
   return out;
 }
 
-Result<std::shared_ptr<FaultInjector>> FaultInjector::from_env() {
-  const char* e = std::getenv("STEADYOCR_FAULT");
-  if (!e || !*e) return std::make_shared<FaultInjector>(std::vector<FaultRule>{});
-  ASSIGN_OR_RETURN(std::vector<FaultRule> rules, parse_fault_spec(e));
+std::shared_ptr<FaultInjector> make_injector(const std::vector<FaultRule>& rules, bool inject) {
+  if (!inject) return std::make_shared<FaultInjector>(std::vector<FaultRule>{});
   for (auto& r : rules) log::warn("fault", "fault injection armed: {}", r.describe());
-  return std::make_shared<FaultInjector>(std::move(rules));
+  return std::make_shared<FaultInjector>(rules);
 }
 
 const FaultRule* FaultInjector::on_call(const std::string& stage, int64_t batch) {
@@ -122,8 +126,18 @@ const FaultRule* FaultInjector::on_call(const std::string& stage, int64_t batch)
 }
 
 Result<Tensor> FaultInjectingRunner::run(const Tensor& input) {
+  // After a simulated sticky fault every device call of this process fails, as on a dead context: calls that
+  // start afterwards and calls that were in flight when it happened.
+  auto collateral = [this] {
+    return Status(StatusCode::kDeviceError, "device call failed: the context was lost by an injected sticky fault");
+  };
+  if (injector_->context_lost()) return collateral();
   const FaultRule* rule = injector_->on_call(stage_, input.rank() ? input.dim(0) : 1);
-  if (!rule) return inner_->run(input);
+  if (!rule) {
+    auto r = inner_->run(input);
+    if (injector_->context_lost()) return collateral();
+    return r;
+  }
   metrics::inc("steadyocr_faults_injected_total", {{"stage", stage_}, {"kind", rule->kind}});
   log::warn("fault", "injecting {} on {} call ({})", rule->kind, stage_, rule->describe());
   const std::string& k = rule->kind;
@@ -137,75 +151,13 @@ Result<Tensor> FaultInjectingRunner::run(const Tensor& input) {
     return Status(StatusCode::kOutOfMemory, "out of memory (injected " + rule->describe() + ")");
   }
   if (is_sticky(k)) {
+    // The calls in flight elsewhere in this process see the loss first (a real fault surfaces at the next
+    // synchronisation, often in another job): give them time to fail before this job reports it.
+    injector_->lose_context();
+    if (injector_->collateral()) std::this_thread::sleep_for(std::chrono::milliseconds(1500));
     return Status(StatusCode::kDeviceFault, "device context lost: " + k + " (injected " + rule->describe() + ")");
   }
   return Status(StatusCode::kDeviceError, "device error (injected " + rule->describe() + ")");
 }
 
-Tensor slice_batch(const Tensor& t, int64_t begin, int64_t end) {
-  Shape s = t.shape();
-  s[0] = end - begin;
-  Tensor out = Tensor::empty(t.dtype(), s);
-  size_t row = t.nbytes() / static_cast<size_t>(std::max<int64_t>(t.dim(0), 1));
-  std::memcpy(out.raw(), static_cast<const char*>(t.raw()) + row * begin, row * (end - begin));
-  return out;
-}
-
-Result<Tensor> concat_batch(const std::vector<Tensor>& parts) {
-  if (parts.empty()) return invalid_argument("concat_batch: nothing to concatenate");
-  Shape s = parts[0].shape();
-  int64_t n = 0;
-  for (auto& p : parts) {
-    Shape ps = p.shape();
-    if (ps.size() != s.size() || !std::equal(ps.begin() + 1, ps.end(), s.begin() + 1)) {
-      return internal_error("concat_batch: parts " + shape_str(ps) + " and " + shape_str(s) + " differ");
-    }
-    n += ps[0];
-  }
-  s[0] = n;
-  Tensor out = Tensor::empty(parts[0].dtype(), s);
-  char* dst = static_cast<char*>(out.raw());
-  for (auto& p : parts) {
-    std::memcpy(dst, p.raw(), p.nbytes());
-    dst += p.nbytes();
-  }
-  return out;
-}
-
-Result<Tensor> OomResilientRunner::run(const Tensor& input) {
-  auto r = inner_->run(input);
-  if (r.is_ok() || r.status().code() != StatusCode::kOutOfMemory) return r;
-  metrics::inc("steadyocr_oom_total", {{"stage", stage_}});
-  log::warn("runtime", "{}: out of memory on {} ({}); freeing caches and retrying", stage_, input.describe(),
-            r.status().message());
-  if (free_caches_) free_caches_();
-  r = inner_->run(input);
-  if (r.is_ok() || r.status().code() != StatusCode::kOutOfMemory) {
-    if (r.is_ok()) metrics::inc("steadyocr_oom_recovered_total", {{"stage", stage_}, {"how", "retry"}});
-    return r;
-  }
-  return run_split(input, 0);
-}
-
-Result<Tensor> OomResilientRunner::run_split(const Tensor& input, int depth) {
-  int64_t n = input.rank() ? input.dim(0) : 1;
-  if (n <= 1) {
-    return Status(StatusCode::kResourceExhausted,
-                  stage_ + ": one item of " + input.describe() +
-                      " does not fit in device memory even alone; raise --gpu-mem, use a smaller input, or run on "
-                      "another backend");
-  }
-  log::warn("runtime", "{}: out of memory with a batch of {}; splitting it in two", stage_, n);
-  std::vector<Tensor> outs;
-  for (auto [b, e] : {std::pair<int64_t, int64_t>{0, n / 2}, {n / 2, n}}) {
-    Tensor part = slice_batch(input, b, e);
-    auto r = inner_->run(part);
-    if (!r.is_ok() && r.status().code() == StatusCode::kOutOfMemory) r = run_split(part, depth + 1);
-    if (!r.is_ok()) return r.status();
-    outs.push_back(std::move(*r));
-  }
-  if (depth == 0) metrics::inc("steadyocr_oom_recovered_total", {{"stage", stage_}, {"how", "split"}});
-  return concat_batch(outs);
-}
-
-}  // namespace steadyocr::runtime
+}  // namespace steadyocr::engine

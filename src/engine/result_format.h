@@ -7,10 +7,10 @@
 #include <string>
 #include <vector>
 
+#include "engine/ladder.h"
 #include "pipeline/pipeline.h"
-#include "runtime/ladder.h"
 
-namespace steadyocr::pipeline {
+namespace steadyocr::engine {
 
 enum class OutputFormat { kJson, kJsonl, kTsv, kText };
 
@@ -24,13 +24,14 @@ struct ImageOutcome {
   std::string path;
   bool ok = true;
   std::string error;
-  OcrResult result;
+  pipeline::OcrResult result;  // result.backend: the backend the models ran on
+  std::string rung;            // the rung of the ladder that read it
   // Moves on the backend ladder while this image ran (step downs and climbs), each with its reason code.
-  std::vector<runtime::LadderEvent> fallbacks;
+  std::vector<LadderEvent> fallbacks;
 };
 
-// {"lines": [{"text", "score", "box"}], "backend", "fallbacks": [...], "timings_ms": {...}} (+ "error" when it
-// failed).
+// {"lines": [{"text", "score", "box"}], "backend", "rung", "fallbacks": [...], "timings_ms": {...}} (+ "error" when
+// it failed).
 nlohmann::ordered_json outcome_to_json(const ImageOutcome& outcome);
 
 // The whole output document in `format` (UTF-8; ends with a newline unless empty).
@@ -41,4 +42,4 @@ std::string format_outcomes(const std::vector<ImageOutcome>& outcomes, OutputFor
 std::string format_outcome(const ImageOutcome& outcome, OutputFormat format);
 std::string tsv_header();
 
-}  // namespace steadyocr::pipeline
+}  // namespace steadyocr::engine

@@ -1,8 +1,8 @@
-#include "pipeline/result_format.h"
+#include "engine/result_format.h"
 
 #include <cmath>
 
-namespace steadyocr::pipeline {
+namespace steadyocr::engine {
 namespace {
 
 // Rounds to `digits` decimals; dividing by a power of ten (not multiplying by 0.01) gives the double that
@@ -53,7 +53,7 @@ nlohmann::ordered_json outcome_to_json(const ImageOutcome& o) {
     for (const auto& p : l.box) box.push_back({coordinate(p.x), coordinate(p.y)});
     lines.push_back({{"text", l.text}, {"score", rounded(l.score, 4)}, {"box", box}});
   }
-  const StageTimes& t = o.result.timings;
+  const pipeline::StageTimes& t = o.result.timings;
   nlohmann::ordered_json fallbacks = nlohmann::ordered_json::array();
   for (const auto& e : o.fallbacks) {
     fallbacks.push_back({{"from", e.from},
@@ -66,6 +66,7 @@ nlohmann::ordered_json outcome_to_json(const ImageOutcome& o) {
   }
   nlohmann::ordered_json j = {{"lines", lines},
                               {"backend", o.result.backend},
+                              {"rung", o.rung},
                               {"fallbacks", fallbacks},
                               {"timings_ms",
                                {{"decode", rounded(t.decode, 2)},
@@ -99,7 +100,7 @@ std::string format_outcome(const ImageOutcome& o, OutputFormat format) {
     case OutputFormat::kTsv:
       if (!o.ok) return one_line(o.name) + "\terror\t\t\t" + one_line(o.error) + "\n";
       for (size_t i = 0; i < o.result.lines.size(); ++i) {
-        const TextLine& l = o.result.lines[i];
+        const pipeline::TextLine& l = o.result.lines[i];
         std::string box;
         for (const auto& p : l.box) {
           if (!box.empty()) box += ',';
@@ -130,4 +131,4 @@ std::string format_outcomes(const std::vector<ImageOutcome>& outcomes, OutputFor
   return out;
 }
 
-}  // namespace steadyocr::pipeline
+}  // namespace steadyocr::engine

@@ -3,10 +3,10 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
-#include "runtime/supervisor.h"
+#include "engine/supervisor.h"
 #include "test_util.h"
 
-namespace steadyocr::runtime {
+namespace steadyocr::engine {
 namespace {
 
 using json = nlohmann::json;
@@ -125,4 +125,4 @@ TEST(Supervisor, StartFailuresSayWhy) {
 }
 
 }  // namespace
-}  // namespace steadyocr::runtime
+}  // namespace steadyocr::engine

@@ -6,7 +6,7 @@
 
 #include "core/status.h"
 
-namespace steadyocr::runtime {
+namespace steadyocr::engine {
 
 struct Message {
   std::string header;   // JSON text: {"id": 7, "kind": "ocr", ...}
@@ -21,4 +21,4 @@ Status write_message(int fd, const Message& m);
 // kDataLoss on a malformed frame.
 Result<Message> read_message(int fd, int timeout_ms = -1);
 
-}  // namespace steadyocr::runtime
+}  // namespace steadyocr::engine

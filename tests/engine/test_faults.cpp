@@ -1,9 +1,12 @@
 #include <gtest/gtest.h>
 
-#include "runtime/fault_injection.h"
+#include "engine/faults.h"
+#include "engine/recovery.h"
 #include "test_util.h"
 
-namespace steadyocr::runtime {
+namespace steadyocr::engine {
+
+using runtime::Runner;
 namespace {
 
 // Doubles its input; fails with out-of-memory when the batch exceeds `capacity`.
@@ -89,4 +92,4 @@ TEST(OomResilience, InjectedBatchOomIsRecoveredBySplitting) {
 }
 
 }  // namespace
-}  // namespace steadyocr::runtime
+}  // namespace steadyocr::engine

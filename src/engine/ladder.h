@@ -8,7 +8,9 @@
 #include <string>
 #include <vector>
 
-namespace steadyocr::runtime {
+#include "core/status.h"
+
+namespace steadyocr::engine {
 
 struct LadderEvent {
   std::string time;    // UTC, ISO 8601
@@ -19,6 +21,7 @@ struct LadderEvent {
   std::string fix;     // what the user can do
   bool climb = false;  // true when moving back up
   uint64_t seq = 0;    // increasing; lets a caller pick the events that happened during its job
+  Finding finding() const { return {reason, detail, fix}; }
 };
 
 enum class RungState { kUntested, kHealthy, kFailed };
@@ -36,9 +39,8 @@ class Ladder {
 
   // Records that `rung` passed qualification; when it is better than the current rung, that is a climb.
   void mark_healthy(const std::string& rung);
-  // Records that `rung` cannot serve; when it was current, the step down is an event.
-  void mark_failed(const std::string& rung, const std::string& reason, const std::string& detail,
-                   const std::string& fix);
+  // Records that `rung` cannot serve, and why; when it was current, the step down is an event built from `why`.
+  void mark_failed(const std::string& rung, const Finding& why);
 
   std::vector<LadderEvent> events() const;
   std::vector<LadderEvent> events_since(uint64_t seq) const;
@@ -71,4 +73,4 @@ class Ladder {
   mutable std::mutex mu_;
 };
 
-}  // namespace steadyocr::runtime
+}  // namespace steadyocr::engine

@@ -3,18 +3,18 @@
 #include <thread>
 
 #include "core/metrics.h"
-#include "runtime/ladder.h"
+#include "engine/ladder.h"
 
-namespace steadyocr::runtime {
+namespace steadyocr::engine {
 namespace {
 
 TEST(Ladder, StartupFailuresAboveTheServingRungAreEvents) {
   metrics::reset_for_testing();
   Ladder l({"cuda-fp16", "cuda-fp32", "cpu", "reference"});
   l.mark_healthy("cpu");  // the engine qualifies the serving rung first, then records what was ruled out
-  l.mark_failed("cuda-fp16", "L1_NO_DRIVER", "libcuda.so.1 not found", "install the NVIDIA driver");
-  l.mark_failed("cuda-fp32", "L1_NO_DRIVER", "libcuda.so.1 not found", "install the NVIDIA driver");
-  l.mark_failed("reference", "NOT_NEEDED", "", "");  // below the serving rung: no event
+  l.mark_failed("cuda-fp16", {"L1_NO_DRIVER", "libcuda.so.1 not found", "install the NVIDIA driver"});
+  l.mark_failed("cuda-fp32", {"L1_NO_DRIVER", "libcuda.so.1 not found", "install the NVIDIA driver"});
+  l.mark_failed("reference", {"NOT_NEEDED", "", ""});  // below the serving rung: no event
   EXPECT_EQ(l.current(), "cpu");
   auto ev = l.events();
   ASSERT_EQ(ev.size(), 2u);
@@ -34,7 +34,7 @@ TEST(Ladder, StepDownWhileServingThenClimbBack) {
   l.mark_healthy("cpu");
   EXPECT_EQ(l.current(), "gpu");
   EXPECT_TRUE(l.events().empty());
-  l.mark_failed("gpu", "WORKER_FAULT", "illegal address", "");
+  l.mark_failed("gpu", {"WORKER_FAULT", "illegal address", ""});
   EXPECT_EQ(l.current(), "cpu");
   ASSERT_EQ(l.events().size(), 1u);
   EXPECT_EQ(l.events()[0].to, "cpu");
@@ -61,11 +61,11 @@ TEST(Ladder, StepDownWhileServingThenClimbBack) {
 TEST(Ladder, NothingLeftIsAnEventToo) {
   Ladder l({"cpu"});
   l.mark_healthy("cpu");
-  l.mark_failed("cpu", "SELF_TEST_MISMATCH", "nmse 0.3", "");
+  l.mark_failed("cpu", {"SELF_TEST_MISMATCH", "nmse 0.3", ""});
   EXPECT_EQ(l.current(), "");
   ASSERT_EQ(l.events().size(), 1u);
   EXPECT_EQ(l.events()[0].to, "");
 }
 
 }  // namespace
-}  // namespace steadyocr::runtime
+}  // namespace steadyocr::engine

@@ -1,4 +1,4 @@
-#include "runtime/ipc.h"
+#include "engine/ipc.h"
 
 #include <poll.h>
 #include <unistd.h>
@@ -7,7 +7,7 @@
 #include <chrono>
 #include <cstring>
 
-namespace steadyocr::runtime {
+namespace steadyocr::engine {
 namespace {
 
 Status write_all(int fd, const void* data, size_t n) {
@@ -96,4 +96,4 @@ Result<Message> read_message(int fd, int timeout_ms) {
   return m;
 }
 
-}  // namespace steadyocr::runtime
+}  // namespace steadyocr::engine

@@ -1,4 +1,4 @@
-#include "runtime/supervisor.h"
+#include "engine/supervisor.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -12,10 +12,11 @@
 
 #include "core/log.h"
 #include "core/metrics.h"
+#include "engine/wire.h"
 
 extern char** environ;
 
-namespace steadyocr::runtime {
+namespace steadyocr::engine {
 
 using json = nlohmann::json;
 
@@ -55,6 +56,10 @@ std::string reap(pid_t pid, int timeout_ms) {
   return "lost";
 }
 
+const char* const kWorkerFix =
+    "run `steadyocr doctor --level 4` for the device checks; the engine re-probes the rung and moves back when it "
+    "is healthy";
+
 }  // namespace
 
 Supervisor::Supervisor(SupervisorOptions options) : options_(std::move(options)) {
@@ -87,28 +92,25 @@ Result<std::shared_ptr<Supervisor::Worker>> Supervisor::spawn(std::string* ready
     return unavailable(std::string("pipe failed: ") + std::strerror(errno));
   }
   // Everything the child needs is built before fork: after fork only async-signal-safe calls.
-  std::vector<std::pair<std::string, std::string>> extra = options_.env;
-  if (stats_.worker_starts > 0) {
-    for (auto& kv : options_.restart_env) extra.push_back(kv);
-  }
+  const std::vector<std::pair<std::string, std::string>>& extra = options_.env;
   std::vector<std::string> env_strings;
   for (char** e = environ; *e; ++e) {
     std::string kv = *e;
     bool overridden = false;
     for (auto& [k, v] : extra) overridden |= kv.rfind(k + "=", 0) == 0;
-    if (!overridden && kv.rfind("STEADYOCR_WORKER=", 0) != 0) env_strings.push_back(kv);
+    if (!overridden) env_strings.push_back(kv);
   }
-  // Later entries win: a restart override replaces the base value.
+  // Later entries win.
   for (size_t i = 0; i < extra.size(); ++i) {
     bool superseded = false;
     for (size_t j = i + 1; j < extra.size(); ++j) superseded |= extra[j].first == extra[i].first;
     if (!superseded) env_strings.push_back(extra[i].first + "=" + extra[i].second);
   }
-  env_strings.push_back("STEADYOCR_WORKER=1");
   std::vector<char*> envp, argv;
   for (auto& s : env_strings) envp.push_back(s.data());
   envp.push_back(nullptr);
-  std::vector<std::string> args = options_.argv;
+  std::vector<std::string> args =
+      stats_.worker_starts > 0 && !options_.restart_argv.empty() ? options_.restart_argv : options_.argv;
   for (auto& s : args) argv.push_back(s.data());
   argv.push_back(nullptr);
 
@@ -143,17 +145,21 @@ Result<std::shared_ptr<Supervisor::Worker>> Supervisor::spawn(std::string* ready
     std::string ended = reap(pid, 1000);
     ::close(w->to_fd);
     ::close(w->from_fd);
-    return unavailable("worker '" + options_.argv[0] + "' " + how + " (" + ended + ")");
+    std::string msg = "worker '" + options_.argv[0] + "' " + how + " (" + ended + ")";
+    return Status(StatusCode::kUnavailable, msg, {"WORKER_START_FAILED", msg, kWorkerFix});
   }
   json h = json::parse(ready->header, nullptr, false);
   if (h.is_discarded() || !h.value("ready", false)) {
-    std::string err = h.is_discarded() ? "malformed ready message" : h.value("error", std::string("not ready"));
-    std::string code = h.is_discarded() ? "" : h.value("code", std::string(""));
+    // The worker's own status crosses intact (its code and finding: a self-test mismatch, a doctor finding).
+    Status why = h.is_discarded() || !h.contains("status") ? data_loss("malformed ready message")
+                                                           : status_from_json(h["status"]);
     ::close(w->to_fd);
-    std::string ended = reap(pid, 2000);
+    reap(pid, 2000);
     ::close(w->from_fd);
-    StatusCode sc = code == "UNAVAILABLE" ? StatusCode::kUnavailable : StatusCode::kUnavailable;
-    return Status(sc, "worker refused to start: " + err);
+    if (why.is_ok()) why = internal_error("the worker refused to start without saying why");
+    Status refused(why.code() == StatusCode::kDeviceFault ? StatusCode::kDeviceFault : StatusCode::kUnavailable,
+                   "worker refused to start: " + why.message());
+    return why.finding() ? refused.with_finding(*why.finding()) : refused;
   }
   *ready_header = ready->header;
   readers_.emplace_back([this, w] { reader_loop(w); });
@@ -175,8 +181,9 @@ Result<std::string> Supervisor::start() {
 Result<std::shared_ptr<Supervisor::Worker>> Supervisor::ensure_worker(std::unique_lock<std::mutex>&) {
   if (worker_ && !worker_->lost) return worker_;
   if (!healthy_) {
-    return Status(StatusCode::kDeviceFault, "worker '" + options_.name + "' lost " + std::to_string(losses_in_row_) +
-                                                " times in a row; not restarting it");
+    std::string msg =
+        "worker '" + options_.name + "' lost " + std::to_string(losses_in_row_) + " times in a row; not restarting it";
+    return Status(StatusCode::kDeviceFault, msg, {"DEVICE_FAULT", msg, kWorkerFix});
   }
   std::string ready;
   auto w = spawn(&ready);
@@ -279,10 +286,14 @@ Result<Message> Supervisor::call(const Message& request) {
       losses_in_row_ = 0;
       return std::move(p->reply);
     }
-    last = p->hung
-               ? Status(StatusCode::kDeadlineExceeded, "worker '" + options_.name + "' hung (watchdog " +
-                                                           std::to_string(options_.job_timeout_ms) + " ms) on this job")
-               : Status(StatusCode::kDeviceFault, "worker '" + options_.name + "' died while running this job");
+    if (p->hung) {
+      std::string msg = "worker '" + options_.name + "' hung (watchdog " + std::to_string(options_.job_timeout_ms) +
+                        " ms) on this job";
+      last = Status(StatusCode::kDeadlineExceeded, msg, {"WORKER_HANG", msg, kWorkerFix});
+    } else {
+      std::string msg = "worker '" + options_.name + "' died while running this job";
+      last = Status(StatusCode::kDeviceFault, msg, {"DEVICE_FAULT", msg, kWorkerFix});
+    }
     if (attempt < options_.max_attempts) {
       ++stats_.retries;
       add_event("job_retried", "attempt " + std::to_string(attempt + 1) + " after: " + last.message());
@@ -335,18 +346,21 @@ void Supervisor::stop() {
 
 // ---- worker side ------------------------------------------------------------------------------------
 
-bool is_worker_process() {
-  const char* e = std::getenv("STEADYOCR_WORKER");
-  return e && std::string(e) == "1";
+Status reply_status(const Message& reply) {
+  json h = json::parse(reply.header.empty() ? "{}" : reply.header, nullptr, false);
+  if (h.is_discarded() || !h.is_object()) return data_loss("worker reply header is not a JSON object");
+  if (!h.contains("_status")) return Status::ok();
+  return status_from_json(h["_status"]);
 }
 
 int refuse_worker(const Status& why) {
-  json h = {{"ready", false}, {"error", why.message()}, {"code", status_code_name(why.code())}};
+  json h = {{"ready", false}, {"error", why.message()}, {"status", status_to_json(why)}};
   (void)write_message(4, {h.dump(), ""});
   return 3;
 }
 
-int serve_worker(const std::string& ready_header, const WorkerHandler& handler, int concurrency) {
+int serve_worker(const std::string& ready_header, const WorkerHandler& handler, int concurrency,
+                 const std::function<bool()>& context_lost) {
   std::mutex write_mu;
   if (!write_message(4, {ready_header, ""}).is_ok()) return 4;
   std::mutex qmu;
@@ -373,15 +387,14 @@ int serve_worker(const std::string& ready_header, const WorkerHandler& handler, 
         if (rh.is_discarded() || !rh.is_object()) rh = json::object();
         rh["_id"] = id;
         reply.header = rh.dump();
-      } else if (r.status().code() == StatusCode::kDeviceFault) {
+      } else if (r.status().code() == StatusCode::kDeviceFault ||
+                 (r.status().code() == StatusCode::kDeviceError && context_lost && context_lost())) {
         log::error("worker", "device context lost: {}; exiting so the supervisor retries elsewhere",
                    r.status().message());
         ::_exit(70);
       } else {
-        reply.header = json{{"_id", id},
-                            {"_error", r.status().message()},
-                            {"_code", std::string(status_code_name(r.status().code()))}}
-                           .dump();
+        reply.header =
+            json{{"_id", id}, {"_error", r.status().message()}, {"_status", status_to_json(r.status())}}.dump();
       }
       std::lock_guard<std::mutex> g(write_mu);
       if (!write_message(4, reply).is_ok()) ::_exit(5);
@@ -405,4 +418,4 @@ int serve_worker(const std::string& ready_header, const WorkerHandler& handler, 
   return 0;
 }
 
-}  // namespace steadyocr::runtime
+}  // namespace steadyocr::engine

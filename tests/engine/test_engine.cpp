@@ -10,11 +10,13 @@
 #include <thread>
 
 #include "core/metrics.h"
-#include "pipeline/engine.h"
+#include "engine/engine.h"
 #include "runtime/backend_registry.h"
 #include "test_util.h"
 
-namespace steadyocr::pipeline {
+namespace steadyocr::engine {
+
+using pipeline::model_paths_in;
 namespace {
 
 std::vector<ImageJob> fixture_jobs() {
@@ -30,6 +32,13 @@ std::vector<ImageJob> fixture_jobs() {
 bool have_cpu_backend() {
   auto names = runtime::available_backends();
   return std::find(names.begin(), names.end(), "cpu") != names.end();
+}
+
+// Faults as the front door hands them over from $STEADYOCR_FAULT (engine/faults.h).
+std::vector<FaultRule> faults(const char* spec) {
+  auto rules = parse_fault_spec(spec);
+  EXPECT_TRUE(rules.is_ok()) << rules.status().to_string();
+  return rules.is_ok() ? *rules : std::vector<FaultRule>{};
 }
 
 EngineOptions options(std::vector<std::string> ladder) {
@@ -57,12 +66,9 @@ class Engine : public ::testing::Test {
     if (!testing::file_exists(std::string(STEADYOCR_BINARY_DIR) + "/steadyocr")) {
       GTEST_SKIP() << "steadyocr binary not built (needed as the worker)";
     }
-    ::unsetenv("STEADYOCR_FAULT");
     jobs_ = fixture_jobs();
-    // The clean run is made before any test sets STEADYOCR_FAULT (ctest runs each test in its own process).
     ASSERT_FALSE(clean().empty());
   }
-  void TearDown() override { ::unsetenv("STEADYOCR_FAULT"); }
 
   // Texts of a clean in-process run: what every faulty run must reproduce exactly.
   static const std::vector<std::vector<std::string>>& clean() {
@@ -119,36 +125,38 @@ TEST_F(Engine, CleanRunReadsTheDocuments) {
   // Worker rung and in-process rung agree exactly.
   auto e = OcrEngine::create(options({"cpu-worker", "cpu"}));
   ASSERT_TRUE(e.is_ok()) << e.status().to_string();
-  EXPECT_EQ((*e)->current_backend(), "cpu-worker");
+  EXPECT_EQ((*e)->current_rung(), "cpu-worker");
   auto got = (*e)->ocr_batch(jobs_);
   expect_same_as_clean(got);
   for (auto& o : got) {
-    EXPECT_EQ(o.backend, "cpu-worker");
+    EXPECT_EQ(o.rung, "cpu-worker");
     EXPECT_TRUE(o.events.empty());
   }
 }
 
 TEST_F(Engine, StickyFaultMidRunKillsOnlyTheWorkerAndLosesNothing) {
-  ::setenv("STEADYOCR_FAULT", "sticky@det:3", 1);
-  auto e = OcrEngine::create(options({"cpu-worker", "cpu"}));
+  auto o = options({"cpu-worker", "cpu"});
+  o.faults = faults("sticky@det:3");
+  auto e = OcrEngine::create(o);
   ASSERT_TRUE(e.is_ok()) << e.status().to_string();
   auto got = (*e)->ocr_batch(jobs_);
   expect_same_as_clean(got);
   auto stats = (*e)->worker_stats()["cpu-worker"];
   EXPECT_EQ(stats.worker_losses, 1u);
   EXPECT_GE(stats.retries, 1u);
-  EXPECT_EQ((*e)->current_backend(), "cpu-worker");  // the restarted worker serves on: a transient fault
-  for (auto& o : got) EXPECT_EQ(o.backend, "cpu-worker");
+  EXPECT_EQ((*e)->current_rung(), "cpu-worker");  // the restarted worker serves on: a transient fault
+  for (auto& o : got) EXPECT_EQ(o.rung, "cpu-worker");
 }
 
 TEST_F(Engine, DeviceThatStaysBadStepsDownVisiblyAndFinishesEveryImage) {
   metrics::reset_for_testing();
-  ::setenv("STEADYOCR_FAULT", "sticky@det:2!", 1);  // every worker dies on its 2nd det call
-  auto e = OcrEngine::create(options({"cpu-worker", "cpu"}));
+  auto o = options({"cpu-worker", "cpu"});  // every worker dies on its 2nd det call
+  o.faults = faults("sticky@det:2!");
+  auto e = OcrEngine::create(o);
   ASSERT_TRUE(e.is_ok()) << e.status().to_string();
   auto got = (*e)->ocr_batch(jobs_);
   expect_same_as_clean(got);
-  EXPECT_EQ((*e)->current_backend(), "cpu");
+  EXPECT_EQ((*e)->current_rung(), "cpu");
   auto events = (*e)->events();
   ASSERT_EQ(events.size(), 1u);
   EXPECT_EQ(events[0].from, "cpu-worker");
@@ -159,15 +167,15 @@ TEST_F(Engine, DeviceThatStaysBadStepsDownVisiblyAndFinishesEveryImage) {
       1.0);
   int on_cpu = 0;
   for (auto& o : got) {
-    on_cpu += o.backend == "cpu";
+    on_cpu += o.rung == "cpu";
     EXPECT_EQ(o.events.size(), 1u);  // every result of this batch carries the step down
   }
   EXPECT_GE(on_cpu, 1);
 }
 
 TEST_F(Engine, HungWorkerIsKilledByTheWatchdogAndTheImageRetried) {
-  ::setenv("STEADYOCR_FAULT", "hang@rec:2", 1);
   auto o = options({"cpu-worker", "cpu"});
+  o.faults = faults("hang@rec:2");
   o.job_timeout_ms = 4000;
   auto e = OcrEngine::create(o);
   ASSERT_TRUE(e.is_ok()) << e.status().to_string();
@@ -175,13 +183,14 @@ TEST_F(Engine, HungWorkerIsKilledByTheWatchdogAndTheImageRetried) {
   expect_same_as_clean(got);
   auto stats = (*e)->worker_stats()["cpu-worker"];
   EXPECT_EQ(stats.hangs, 1u);
-  EXPECT_EQ((*e)->current_backend(), "cpu-worker");
+  EXPECT_EQ((*e)->current_rung(), "cpu-worker");
 }
 
 TEST_F(Engine, OutOfMemoryIsRecoveredBySplittingBatches) {
   metrics::reset_for_testing();
-  ::setenv("STEADYOCR_FAULT", "oom_batch@rec", 1);
-  auto e = OcrEngine::create(options({"cpu"}));
+  auto o = options({"cpu"});
+  o.faults = faults("oom_batch@rec");
+  auto e = OcrEngine::create(o);
   ASSERT_TRUE(e.is_ok()) << e.status().to_string();
   expect_same_as_clean((*e)->ocr_batch(jobs_));
   EXPECT_GE(metrics::value("steadyocr_oom_recovered_total", {{"stage", "rec"}, {"how", "split"}}), 1.0);
@@ -189,8 +198,8 @@ TEST_F(Engine, OutOfMemoryIsRecoveredBySplittingBatches) {
 }
 
 TEST_F(Engine, ClimbsBackWhenTheDegradedRungPassesItsReprobe) {
-  ::setenv("STEADYOCR_FAULT", "sticky@det:2!", 1);
   auto o = options({"cpu-worker", "cpu"});
+  o.faults = faults("sticky@det:2!");
   o.reprobe = true;
   o.reprobe_backoff_ms = 200;
   auto e = OcrEngine::create(o);
@@ -202,7 +211,7 @@ TEST_F(Engine, ClimbsBackWhenTheDegradedRungPassesItsReprobe) {
   for (int i = 0; i < 300 && (*e)->events().size() < 2; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
-  EXPECT_EQ((*e)->current_backend(), "cpu-worker");
+  EXPECT_EQ((*e)->current_rung(), "cpu-worker");
   auto events = (*e)->events();
   ASSERT_EQ(events.size(), 2u);
   EXPECT_TRUE(events[1].climb);
@@ -226,8 +235,8 @@ TEST_F(Engine, NoGpuHereMeansVisibleStartupFallbackToCpu) {
   o.self_test = true;
   auto e = OcrEngine::create(o);
   ASSERT_TRUE(e.is_ok()) << e.status().to_string();
-  if ((*e)->current_backend().rfind("cuda", 0) == 0) GTEST_SKIP() << "a GPU is usable here";
-  EXPECT_EQ((*e)->current_backend(), "cpu");
+  if ((*e)->current_rung().rfind("cuda", 0) == 0) GTEST_SKIP() << "a GPU is usable here";
+  EXPECT_EQ((*e)->current_rung(), "cpu");
   auto events = (*e)->events();
   ASSERT_EQ(events.size(), 2u);  // cuda-fp16 and cuda-fp32 ruled out, each with the doctor's finding
   for (auto& ev : events) {
@@ -237,7 +246,7 @@ TEST_F(Engine, NoGpuHereMeansVisibleStartupFallbackToCpu) {
   }
   // Every result read on the CPU says why: the startup step-downs are in its fallbacks.
   for (auto& r : (*e)->ocr_batch(jobs_)) {
-    EXPECT_EQ(r.backend, "cpu");
+    EXPECT_EQ(r.rung, "cpu");
     ASSERT_EQ(r.events.size(), 2u);
     EXPECT_EQ(r.events[0].from, "cuda-fp16");
     EXPECT_EQ(r.events[1].from, "cuda-fp32");
@@ -245,4 +254,70 @@ TEST_F(Engine, NoGpuHereMeansVisibleStartupFallbackToCpu) {
 }
 
 }  // namespace
-}  // namespace steadyocr::pipeline
+}  // namespace steadyocr::engine
+
+namespace steadyocr::engine {
+namespace {
+
+TEST(EngineWorkers, GpuRungsKeepManyImagesInFlight) {
+  EngineOptions o;
+  EXPECT_EQ(worker_in_flight(o, "cpu-worker"), 4);
+  EXPECT_EQ(worker_jobs(o, "cpu-worker"), 2);
+  EXPECT_GE(worker_in_flight(o, "cuda-fp16"), 2);
+  EXPECT_EQ(worker_jobs(o, "cuda-fp16"), worker_in_flight(o, "cuda-fp16"));
+  o.worker_concurrency = 3;
+  EXPECT_EQ(worker_in_flight(o, "cuda-fp32"), 3);
+  EXPECT_EQ(worker_in_flight(o, "cpu-worker"), 3);
+}
+
+}  // namespace
+}  // namespace steadyocr::engine
+
+namespace steadyocr::engine {
+namespace {
+
+// One sticky fault with many jobs in flight in the same worker: the other jobs fail on the dead context too (the
+// injector fails every call of that process after it), and all of that is one event, a worker restart — no step
+// down, nothing lost, every result as clean.
+TEST_F(Engine, StickyFaultWithManyJobsInFlightIsOneLossNotAStepDown) {
+  auto o = options({"cpu-worker", "cpu"});
+  o.faults = faults("sticky@det:3");
+  o.worker_concurrency = 8;
+  auto e = OcrEngine::create(o);
+  ASSERT_TRUE(e.is_ok()) << e.status().to_string();
+  std::vector<ImageJob> many;
+  for (int k = 0; k < 3; ++k) many.insert(many.end(), jobs_.begin(), jobs_.end());
+  auto got = (*e)->ocr_batch(many);
+  ASSERT_EQ(got.size(), 12u);
+  for (size_t i = 0; i < got.size(); ++i) {
+    ASSERT_TRUE(got[i].status.is_ok()) << got[i].status.to_string();
+    EXPECT_EQ(texts(got[i]), clean()[i % clean().size()]) << many[i].name;
+    EXPECT_EQ(got[i].rung, "cpu-worker");
+    EXPECT_TRUE(got[i].events.empty());
+  }
+  EXPECT_TRUE((*e)->events().empty());
+  EXPECT_EQ((*e)->current_rung(), "cpu-worker");
+  auto stats = (*e)->worker_stats()["cpu-worker"];
+  EXPECT_EQ(stats.worker_losses, 1u);
+  EXPECT_GE(stats.retries, 2u);  // the faulting job and at least one job hit by the loss
+}
+
+TEST(RetryPolicy, OneRetryOnTheSameRungThenStepDown) {
+  RetryPolicy p;
+  EXPECT_EQ(next_step(p, Status::ok(), 1), NextStep::kDone);
+  EXPECT_EQ(next_step(p, data_loss("truncated"), 1), NextStep::kDone);  // the image's own error
+  // A device error may be collateral of a context loss that the restarted worker has healed: once more here.
+  EXPECT_EQ(next_step(p, Status(StatusCode::kDeviceError, "cublas"), 1), NextStep::kRetryHere);
+  EXPECT_EQ(next_step(p, Status(StatusCode::kDeviceError, "cublas"), 2), NextStep::kStepDown);
+  // Losses and hangs were already retried on restarted workers by the supervisor.
+  EXPECT_EQ(next_step(p, Status(StatusCode::kDeviceFault, "died"), 1), NextStep::kStepDown);
+  EXPECT_EQ(next_step(p, Status(StatusCode::kDeadlineExceeded, "hung"), 1), NextStep::kStepDown);
+  Finding f = failure_finding(Status(StatusCode::kDeadlineExceeded, "hung"), true);
+  EXPECT_EQ(f.code, "WORKER_HANG");
+  EXPECT_FALSE(f.fix.empty());
+  Finding own = failure_finding(Status(StatusCode::kUnavailable, "x", {"L1_NO_DRIVER", "no driver", "install"}), true);
+  EXPECT_EQ(own.code, "L1_NO_DRIVER");
+}
+
+}  // namespace
+}  // namespace steadyocr::engine

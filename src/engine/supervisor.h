@@ -18,20 +18,21 @@
 #include <vector>
 
 #include "core/status.h"
-#include "runtime/ipc.h"
+#include "engine/ipc.h"
 
-namespace steadyocr::runtime {
+namespace steadyocr::engine {
 
 struct SupervisorOptions {
   std::string name = "worker";    // for logs and events
   std::vector<std::string> argv;  // the worker command; it speaks ipc.h frames on fds 3 (in) and 4 (out)
   std::vector<std::pair<std::string, std::string>> env;  // added to the worker's environment
-  // Applied on top of `env` for every worker after the first (e.g. a transient fault spec dropped on restart).
-  std::vector<std::pair<std::string, std::string>> restart_env;
+  // The command of every worker after the first, when it differs (e.g. a transient fault dropped on restart).
+  std::vector<std::string> restart_argv;
   int startup_timeout_ms = 120000;  // until the worker says it is ready
   int job_timeout_ms = 60000;       // watchdog: a job running longer means the worker hangs
-  int max_attempts = 3;             // tries of one job (each on a fresh worker after a loss)
-  int max_restarts_in_row = 3;      // worker losses without a success in between before we stop restarting
+  // The engine sets these from its RetryPolicy (engine/recovery.h), the one place retries are decided.
+  int max_attempts = 3;         // tries of one job (each on a fresh worker after a loss)
+  int max_restarts_in_row = 3;  // worker losses without a success in between before we stop restarting
 };
 
 struct SupervisorEvent {
@@ -59,8 +60,9 @@ class Supervisor {
   // or the error the worker gave / how it died.
   Result<std::string> start();
   // Runs one job; thread-safe and concurrent. A worker loss (death or hang) retries the job on a new
-  // worker up to max_attempts; then kDeviceFault (died) or kDeadlineExceeded (hung) naming the cause.
-  // A job answered with an error by a healthy worker is returned as that error, not retried.
+  // worker up to max_attempts; then kDeviceFault (died) or kDeadlineExceeded (hung) naming the cause, with the
+  // finding DEVICE_FAULT or WORKER_HANG. A job answered with an error by a healthy worker is a reply whose
+  // reply_status() is that error (code and finding intact), not retried.
   Result<Message> call(const Message& request);
   // False once workers keep dying (max_restarts_in_row) until a later start() succeeds.
   bool healthy() const { return healthy_.load(); }
@@ -102,14 +104,18 @@ class Supervisor {
   std::vector<std::thread> readers_;
 };
 
+// The error a worker answered a job with (OK for a result): every status code and its finding survive the pipe.
+Status reply_status(const Message& reply);
+
 // Worker side: serves jobs from fd 3, answers on fd 4, running up to `concurrency` jobs at once.
 // `ready_header` is sent first. A handler returning kDeviceFault means the device context is lost:
 // the worker exits at once (code 70) without answering, so the supervisor retries elsewhere.
+// `context_lost`, when given, is asked after a job failed with a device error: true means the device context of
+// this process is gone (the error is collateral of that loss), and the worker exits as for kDeviceFault.
 using WorkerHandler = std::function<Result<Message>(const Message& request)>;
-int serve_worker(const std::string& ready_header, const WorkerHandler& handler, int concurrency = 2);
+int serve_worker(const std::string& ready_header, const WorkerHandler& handler, int concurrency = 2,
+                 const std::function<bool()>& context_lost = nullptr);
 // Sends a not-ready message with the error (used when start-up fails) and returns the exit code to use.
 int refuse_worker(const Status& why);
-// True in a process started by a Supervisor.
-bool is_worker_process();
 
-}  // namespace steadyocr::runtime
+}  // namespace steadyocr::engine

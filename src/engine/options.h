@@ -1,0 +1,69 @@
+// The engine's options, and their codec beside them (the whole struct crosses the worker pipe as JSON).
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+#include <vector>
+
+#include "engine/faults.h"
+#include "engine/recovery.h"
+#include "pipeline/image_decode.h"
+#include "pipeline/options_json.h"
+#include "pipeline/pipeline.h"
+
+namespace steadyocr::engine {
+
+// The rungs of the ladder, best first: the one list of rung names. "cpu-worker" is a test rung (the cpu backend
+// in a supervised worker process: the path a GPU rung takes, so fault paths are tested without a GPU).
+inline const std::vector<std::string>& default_ladder() {
+  static const std::vector<std::string> kLadder = {"cuda-fp16", "cuda-fp32", "cpu", "reference"};
+  return kLadder;
+}
+inline const std::vector<std::string>& known_rungs() {
+  static const std::vector<std::string> kRungs = {"cuda-fp16", "cuda-fp32", "cpu", "reference", "cpu-worker"};
+  return kRungs;
+}
+
+struct EngineOptions {
+  pipeline::ModelPaths models;
+  pipeline::PipelineOptions pipeline;
+  pipeline::DecodeLimits limits;
+  // "auto": the ladder cuda-fp16 → cuda-fp32 → cpu → reference; a rung name pins that one rung.
+  std::string backend = "auto";
+  bool require_gpu = false;     // GPU unavailability is an error carrying the doctor's finding, never a fallback
+  size_t gpu_mem_mb = 0;        // device memory budget for the CUDA backend (0 = none)
+  int threads = 0;              // 0 = all cores
+  int job_timeout_ms = 120000;  // watchdog per image on a worker rung
+  // Images in flight per worker (0: one per core (at least 4) for GPU rungs, whose worker reads that many at once, each
+  // on its own thread and device stream; 4 for other worker rungs, whose worker reads 2 at once with all cores).
+  int worker_concurrency = 0;
+  bool self_test = true;            // compare each rung's model outputs with the reference before serving
+  bool reprobe = true;              // re-probe degraded rungs in the background and climb back
+  int reprobe_backoff_ms = 5000;    // first re-probe delay (doubles up to 5 min)
+  std::string worker_exe;           // binary serving as worker (default: this executable)
+  std::vector<std::string> ladder;  // explicit rungs (tests use {"cpu-worker", "cpu"}); empty = default
+  // Faults to inject into the top rung (parsed once from $STEADYOCR_FAULT by the front door; engine/faults.h).
+  std::vector<FaultRule> faults;
+  RetryPolicy retry;
+  std::string log_level;  // the level worker processes log at ("" = their default)
+};
+
+// Rungs of the ladder by kind.
+bool is_gpu_rung(const std::string& rung);
+bool is_worker_rung(const std::string& rung);  // cuda-* and the test rung cpu-worker
+// Images sent to a worker rung's process at once, and how many of them it reads in parallel.
+int worker_in_flight(const EngineOptions& options, const std::string& rung);
+int worker_jobs(const EngineOptions& options, const std::string& rung);
+// The backend a rung runs on ("cpu-worker" → "cpu").
+std::string backend_of_rung(const std::string& rung);
+
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(FaultRule, kind, stage, nth, from_nth_on, persistent)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(RetryPolicy, worker_attempts, restarts_in_row, oom_retries,
+                                                attempts_per_rung)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(EngineOptions, models, pipeline, limits, backend, require_gpu,
+                                                gpu_mem_mb, threads, job_timeout_ms, worker_concurrency, self_test,
+                                                reprobe, reprobe_backoff_ms, worker_exe, ladder, faults, retry,
+                                                log_level)
+
+}  // namespace steadyocr::engine

@@ -1,0 +1,130 @@
+// Qualification of a rung: the doctor's pre-flight for GPU rungs, the models loaded with fault injection and
+// out-of-memory recovery around them, and the numerical self-test against the reference backend.
+#include <opencv2/imgproc.hpp>
+#include <random>
+
+#include "backends/reference/reference_backend.h"
+#include "core/compare.h"
+#include "core/log.h"
+#include "doctor/knowledge_base.h"
+#include "doctor/layers.h"
+#include "engine/rung.h"
+#include "pipeline/det_preprocess.h"
+#include "runtime/backend_registry.h"
+#include "runtime/cuda_plugin.h"
+
+namespace steadyocr::engine {
+namespace {
+
+Tensor self_test_input(const Shape& shape, uint32_t seed) {
+  Tensor t = Tensor::empty(DType::kF32, shape);
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-1.f, 1.f);
+  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = u(rng);
+  return t;
+}
+
+// The detector's self-test input: two lines of dark text on white, preprocessed like a page. On noise the detector's
+// map is ~0 everywhere (sigmoid saturated), where a relative error measures nothing; text gives it a real map.
+Tensor det_self_test_input() {
+  cv::Mat page(96, 320, CV_8UC3, cv::Scalar(245, 245, 245));
+  cv::putText(page, "steadyocr 2026", {10, 38}, cv::FONT_HERSHEY_SIMPLEX, 1.0, cv::Scalar(20, 20, 20), 2, cv::LINE_AA);
+  cv::putText(page, "self-test 0123", {10, 80}, cv::FONT_HERSHEY_DUPLEX, 0.9, cv::Scalar(40, 30, 30), 2, cv::LINE_AA);
+  return pipeline::det_preprocess(page, 320).tensor;
+}
+
+// Runs `model` on a fixed input and compares with the same model on the reference backend.
+Status self_test_model(const std::string& stage, runtime::Model& model, const Shape& shape, double tolerance,
+                       std::string* summary) {
+  Tensor x = stage == "det" ? det_self_test_input() : self_test_input(shape, 20261130);
+  ASSIGN_OR_RETURN(Tensor got, model.run(x));
+  auto ref_model = runtime::Model::load(model.path(), std::shared_ptr<Backend>(make_reference_backend()));
+  if (!ref_model.is_ok()) return ref_model.status();
+  ASSIGN_OR_RETURN(Tensor want, (*ref_model)->run(x));
+  double e = compare_tensors(got, want).nmse;
+  *summary += fmt::format("{} {} nmse={:.2e} (tolerance {:.0e}", stage, shape_str(x.shape()), e, tolerance);
+  if (stage == "det") {
+    int64_t text = 0;
+    for (int64_t i = 0; i < want.numel(); ++i) text += want.data<float>()[i] > 0.3f;
+    *summary += fmt::format(", {} text pixels", text);
+  }
+  *summary += "); ";
+  if (!(e <= tolerance)) {
+    std::string msg = fmt::format("self-test: {} model output on {} differs from the reference (nmse {:.3e} > {:.0e})",
+                                  stage, model.backend_name(), e, tolerance);
+    return Status(StatusCode::kDeviceError, msg,
+                  {"SELF_TEST_MISMATCH", msg,
+                   "run `steadyocr doctor --level 3` (it compares every kernel with the reference and names the "
+                   "one that differs)"});
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+Status gpu_preflight() {
+  const auto& kb = doctor::KnowledgeBase::builtin();
+  doctor::Layer1Facts l1 = doctor::probe_layer1();
+  std::vector<doctor::CheckResult> checks = doctor::evaluate_layer1(l1);
+  bool l1_ok = true;
+  for (auto& c : checks) l1_ok &= c.status != doctor::CheckStatus::kFail;
+  if (l1_ok) {
+    auto l2 = doctor::evaluate_layer2(doctor::probe_layer2(l1.driver, /*query_runtime=*/false));
+    checks.insert(checks.end(), l2.begin(), l2.end());
+  }
+  for (auto& c : checks) {
+    if (c.status != doctor::CheckStatus::kFail) continue;
+    doctor::annotate(c, kb);
+    return Status(StatusCode::kUnavailable, c.summary,
+                  {c.code.empty() ? "DOCTOR_" + c.check : c.code, c.summary, c.fix});
+  }
+  return Status::ok();
+}
+
+Result<std::unique_ptr<pipeline::Pipeline>> build_rung_pipeline(const std::string& backend_name,
+                                                                const EngineOptions& options,
+                                                                const std::shared_ptr<FaultInjector>& injector,
+                                                                std::string* self_test_summary) {
+  std::shared_ptr<Backend> backend;
+  bool cuda = backend_name.rfind("cuda", 0) == 0;
+  if (cuda) {
+    ASSIGN_OR_RETURN(backend, runtime::create_cuda_backend(backend_name == "cuda-fp32" ? "fp32" : "fp16",
+                                                           options.gpu_mem_mb * (size_t{1} << 20)));
+    // Faults on a real device are real: the plugin launches the faulting kernel / fails the allocation.
+    injector->set_device_hook([](const std::string& kind) {
+      std::string k = kind == "sticky" || kind == "launch_failure" ? "illegal_address" : kind;
+      if (k != "oom" && k != "illegal_address" && k != "hang" && k != "no_kernel_image" && k != "cudnn_not_supported") {
+        return false;
+      }
+      // A hang must outlast the supervisor's watchdog (the plugin's own release is a safety net).
+      Status s = runtime::set_cuda_fault(k == "hang" ? "hang@any:1,timeout_ms=600000" : k + "@any:1");
+      if (!s.is_ok()) log::warn("fault", "could not arm {} in the CUDA plugin: {}", k, s.message());
+      return s.is_ok();
+    });
+  } else {
+    ASSIGN_OR_RETURN(backend, runtime::create_backend(backend_name));
+  }
+  std::map<std::string, std::shared_ptr<runtime::Model>> models;
+  auto wrap = [&](const std::string& stage, std::shared_ptr<runtime::Model> m) -> std::shared_ptr<runtime::Runner> {
+    models[stage] = m;
+    std::shared_ptr<runtime::Runner> r = m;
+    if (!injector->empty()) r = std::make_shared<FaultInjectingRunner>(stage, r, injector);
+    return std::make_shared<OomResilientRunner>(
+        stage, r, [m] { m->clear_plans(); }, options.retry);
+  };
+  ASSIGN_OR_RETURN(std::unique_ptr<pipeline::Pipeline> p,
+                   pipeline::Pipeline::load(options.models, backend, options.pipeline, wrap));
+  if (options.self_test && backend_name != "reference") {
+    // Reduced precision is judged by a looser bound; fp32 backends must match the oracle closely.
+    double tol = backend_name == "cuda-fp16" ? 2e-3 : 1e-5;
+    std::string summary;
+    if (models.count("det")) RETURN_IF_ERROR(self_test_model("det", *models["det"], {1, 3, 64, 96}, tol, &summary));
+    if (models.count("rec")) RETURN_IF_ERROR(self_test_model("rec", *models["rec"], {2, 3, 48, 96}, tol, &summary));
+    if (models.count("cls")) RETURN_IF_ERROR(self_test_model("cls", *models["cls"], {1, 3, 48, 192}, tol, &summary));
+    if (self_test_summary) *self_test_summary = summary;
+    log::info("engine", "{} self-test passed: {}", backend_name, summary);
+  }
+  return p;
+}
+
+}  // namespace steadyocr::engine

@@ -1,0 +1,211 @@
+// The two kinds of rung: in process, and worker process (through the supervisor). Both end in the pipeline's one
+// handler, pipeline::read_images: here, or in the worker (worker_main.cpp).
+#include <atomic>
+#include <filesystem>
+#include <mutex>
+#include <thread>
+
+#include "core/log.h"
+#include "core/parallel.h"
+#include "engine/rung.h"
+#include "engine/wire.h"
+#include "pipeline/handler.h"
+#include "pipeline/visualize.h"
+
+namespace steadyocr::engine {
+namespace {
+
+using json = nlohmann::json;
+
+std::string self_exe() {
+  std::error_code ec;
+  auto p = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? std::string("steadyocr") : p.string();
+}
+
+// The backend in this process.
+class InProcessRung : public Rung {
+ public:
+  InProcessRung(std::string name, const EngineOptions& options, bool top)
+      : Rung(std::move(name)), options_(options), top_(top) {}
+
+  Status start() override {
+    std::string summary;
+    auto p = build_rung_pipeline(backend_of_rung(name()), options_, make_injector(options_.faults, top_), &summary);
+    if (!p.is_ok()) {
+      if (p.status().finding()) return p.status();
+      return p.status().with_finding({"LOAD_FAILED", p.status().message(), ""});
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    pipeline_ = std::move(*p);
+    return Status::ok();
+  }
+
+  std::vector<EngineOutcome> run(const std::vector<const ImageJob*>& jobs) override {
+    std::vector<pipeline::ImageRequest> requests(jobs.size());
+    bool want_vis = false;
+    for (size_t i = 0; i < jobs.size(); ++i) {
+      requests[i] = {jobs[i]->bytes.data(), jobs[i]->bytes.size(), jobs[i]->vis_format};
+      want_vis |= !jobs[i]->vis_format.empty();
+    }
+    const pipeline::Pipeline* p;
+    const pipeline::Visualizer* vis = nullptr;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      p = pipeline_.get();
+      if (want_vis && !vis_) vis_ = std::make_unique<pipeline::Visualizer>();
+      vis = vis_.get();
+    }
+    std::vector<EngineOutcome> out(jobs.size());
+    if (!p) {
+      for (auto& o : out) o.status = unavailable("rung " + name() + " is not started");
+      return out;
+    }
+    std::vector<pipeline::ImageReply> replies = pipeline::read_images(*p, requests, options_.limits, vis);
+    for (size_t i = 0; i < jobs.size(); ++i) {
+      EngineOutcome& o = out[i];
+      o.rung = name();
+      if (!replies[i].result.is_ok()) {
+        o.status = replies[i].result.status();
+        continue;
+      }
+      o.result = std::move(*replies[i].result);
+      o.vis = std::move(replies[i].vis);
+      o.vis_status = replies[i].vis_status;
+    }
+    return out;
+  }
+
+ private:
+  EngineOptions options_;
+  bool top_;
+  std::mutex mu_;
+  std::unique_ptr<pipeline::Pipeline> pipeline_;
+  std::unique_ptr<pipeline::Visualizer> vis_;
+};
+
+// The backend in a supervised worker process (`steadyocr __worker CONFIG`).
+class WorkerRung : public Rung {
+ public:
+  WorkerRung(std::string name, const EngineOptions& options, bool top)
+      : Rung(std::move(name)), options_(options), top_(top) {}
+  ~WorkerRung() override { stop(); }
+
+  Status start() override {
+    if (is_gpu_rung(name())) RETURN_IF_ERROR(gpu_preflight());
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!supervisor_) {
+      SupervisorOptions so;
+      so.name = name();
+      const std::string exe = options_.worker_exe.empty() ? self_exe() : options_.worker_exe;
+      so.argv = {exe, "__worker", worker_config(options_, name(), top_)};
+      // A fault rule applies to the first worker only unless marked persistent ('!'): a restarted worker models a
+      // device that recovered.
+      EngineOptions restarted = options_;
+      auto persistent = parse_fault_spec(persistent_fault_spec(options_.faults));
+      restarted.faults = persistent.is_ok() ? *persistent : std::vector<FaultRule>{};
+      so.restart_argv = {exe, "__worker", worker_config(restarted, name(), top_)};
+      so.job_timeout_ms = options_.job_timeout_ms;
+      so.max_attempts = options_.retry.worker_attempts;
+      so.max_restarts_in_row = options_.retry.restarts_in_row;
+      supervisor_ = std::make_unique<Supervisor>(so);
+    }
+    auto ready = supervisor_->start();
+    if (!ready.is_ok()) return ready.status();
+    log::info("engine", "{} ready: {}", name(), *ready);
+    return Status::ok();
+  }
+
+  std::vector<EngineOutcome> run(const std::vector<const ImageJob*>& jobs) override {
+    std::vector<EngineOutcome> out(jobs.size());
+    Supervisor* sup;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      sup = supervisor_.get();
+    }
+    if (!sup) {
+      for (auto& o : out) o.status = unavailable("rung " + name() + " is not started");
+      return out;
+    }
+    const int width = std::max(1, worker_in_flight(options_, name()));
+    std::atomic<size_t> next{0};
+    auto work = [&] {
+      for (size_t i; (i = next++) < jobs.size();) {
+        const ImageJob& j = *jobs[i];
+        EngineOutcome& o = out[i];
+        o.rung = name();
+        Message req{json{{"name", j.name}, {"vis", j.vis_format}}.dump(), std::string(j.bytes.begin(), j.bytes.end())};
+        auto r = sup->call(req);
+        if (!r.is_ok()) {
+          o.status = r.status();
+          continue;
+        }
+        o.status = reply_status(*r);
+        if (!o.status.is_ok()) continue;
+        json h = json::parse(r->header, nullptr, false);
+        if (h.is_discarded() || !h.contains("result")) {
+          o.status = data_loss("worker reply without a result");
+          continue;
+        }
+        auto res = ocr_result_from_json(h["result"]);
+        if (!res.is_ok()) {
+          o.status = res.status();
+          continue;
+        }
+        o.result = std::move(*res);
+        if (h.contains("vis_status")) o.vis_status = status_from_json(h["vis_status"]);
+        o.vis.assign(r->payload.begin(), r->payload.end());
+      }
+    };
+    std::vector<std::thread> threads;
+    for (int t = 0; t < std::min<int>(width, static_cast<int>(jobs.size())); ++t) threads.emplace_back(work);
+    for (auto& t : threads) t.join();
+    return out;
+  }
+
+  std::optional<SupervisorStats> worker_stats() const override {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!supervisor_) return std::nullopt;
+    return supervisor_->stats();
+  }
+
+  void stop() override {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (supervisor_) supervisor_->stop();
+  }
+
+ private:
+  EngineOptions options_;
+  bool top_;
+  mutable std::mutex mu_;
+  std::unique_ptr<Supervisor> supervisor_;
+};
+
+}  // namespace
+
+bool is_gpu_rung(const std::string& rung) {
+  return rung.rfind("cuda", 0) == 0;
+}
+bool is_worker_rung(const std::string& rung) {
+  return is_gpu_rung(rung) || rung == "cpu-worker";
+}
+int worker_in_flight(const EngineOptions& options, const std::string& rung) {
+  if (options.worker_concurrency > 0) return options.worker_concurrency;
+  // GPU rungs: one image per core (measured on the 16-core H200 host: 16 in flight beat 8 and 32).
+  return is_gpu_rung(rung) ? std::max(4, num_threads()) : 4;
+}
+int worker_jobs(const EngineOptions& options, const std::string& rung) {
+  // A GPU worker's jobs spend most of their time waiting for the device or in short host stages: one thread per
+  // image in flight keeps the device's streams busy. A CPU worker's jobs each use every core.
+  return is_gpu_rung(rung) ? worker_in_flight(options, rung) : 2;
+}
+std::string backend_of_rung(const std::string& rung) {
+  return rung == "cpu-worker" ? "cpu" : rung;
+}
+
+std::unique_ptr<Rung> make_rung(const std::string& name, const EngineOptions& options, bool top) {
+  if (is_worker_rung(name)) return std::make_unique<WorkerRung>(name, options, top);
+  return std::make_unique<InProcessRung>(name, options, top);
+}
+
+}  // namespace steadyocr::engine

@@ -1,0 +1,99 @@
+// The worker process that serves a rung under the supervisor: `steadyocr __worker CONFIG_JSON`. It builds the rung's
+// pipeline (self-test included) and hands every job to the pipeline's one handler, pipeline::read_images.
+#include <unistd.h>
+
+#include <cstdlib>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <optional>
+
+#include "core/log.h"
+#include "core/metrics.h"
+#include "core/parallel.h"
+#include "core/timer.h"
+#include "engine/rung.h"
+#include "engine/wire.h"
+#include "pipeline/handler.h"
+#include "pipeline/visualize.h"
+
+namespace steadyocr::engine {
+
+using json = nlohmann::json;
+
+std::string worker_config(const EngineOptions& options, const std::string& rung, bool inject) {
+  return json{{"rung", rung}, {"inject_faults", inject}, {"options", options}}.dump();
+}
+
+int worker_main(const std::string& config_json) {
+  json config = json::parse(config_json, nullptr, false);
+  if (config.is_discarded() || !config.is_object() || !config.contains("options")) {
+    return refuse_worker(invalid_argument("worker configuration is not the engine's JSON"));
+  }
+  EngineOptions options;
+  std::string rung;
+  bool inject = false;
+  try {
+    rung = config.at("rung").get<std::string>();
+    inject = config.value("inject_faults", false);
+    options = config.at("options").get<EngineOptions>();
+  } catch (const json::exception& e) {
+    return refuse_worker(invalid_argument(std::string("worker configuration: ") + e.what()));
+  }
+  set_num_threads(options.threads);
+  const int jobs = std::max(1, worker_jobs(options, rung));
+  // GPU rungs: one execution lane per image in flight, made before serving (see the CUDA backend).
+  if (is_gpu_rung(rung)) ::setenv("STEADYOCR_CUDA_LANES", std::to_string(jobs + 2).c_str(), 1);
+  if (!options.log_level.empty()) {
+    log::Level lvl;
+    if (log::parse_level(options.log_level, &lvl)) log::set_level(lvl);
+  }
+  Stopwatch sw;
+  std::string summary;
+  std::shared_ptr<FaultInjector> injector = make_injector(options.faults, inject);
+  injector->set_collateral(true);  // a simulated sticky fault fails the other jobs in flight, as a dead context does
+  auto pipeline = build_rung_pipeline(backend_of_rung(rung), options, injector, &summary);
+  if (!pipeline.is_ok()) return refuse_worker(pipeline.status());
+  json ready = {{"ready", true},
+                {"rung", rung},
+                {"backend", (*pipeline)->backend_name()},
+                {"pid", static_cast<int>(::getpid())},
+                {"self_test", summary},
+                {"startup_ms", sw.elapsed_ms()}};
+  const pipeline::Pipeline& p = **pipeline;
+  const pipeline::DecodeLimits limits = options.limits;
+  std::mutex vis_mu;
+  std::unique_ptr<pipeline::Visualizer> vis;
+  auto handler = [&](const Message& m) -> Result<Message> {
+    // With many jobs at once, each reads its image on its own thread (no nested thread teams).
+    std::optional<SerialScope> serial;
+    if (jobs > 2) serial.emplace();
+    json h = json::parse(m.header, nullptr, false);
+    pipeline::ImageRequest req{reinterpret_cast<const uint8_t*>(m.payload.data()), m.payload.size(),
+                               h.is_discarded() ? std::string() : h.value("vis", std::string())};
+    const pipeline::Visualizer* v = nullptr;
+    if (!req.vis_format.empty()) {
+      std::lock_guard<std::mutex> lock(vis_mu);
+      if (!vis) vis = std::make_unique<pipeline::Visualizer>();
+      v = vis.get();
+    }
+    pipeline::ImageReply reply = std::move(pipeline::read_images(p, {req}, limits, v)[0]);
+    if (!reply.result.is_ok()) return reply.result.status();
+    json out = {{"result", ocr_result_to_json(*reply.result)}};
+    if (!reply.vis_status.is_ok()) out["vis_status"] = status_to_json(reply.vis_status);
+    return Message{out.dump(), std::string(reply.vis.begin(), reply.vis.end())};
+  };
+  // A device error seen after this process lost its context belongs to that loss: the worker exits without answering
+  // (the supervisor retries the job on a restarted worker) instead of reporting a second, separate failure.
+  int rc = serve_worker(ready.dump(), handler, jobs, [&injector] { return injector->context_lost(); });
+  // Planning and device stage totals of this worker's life, for benchmarks (--log-level debug).
+  std::string text = metrics::prometheus_text(), totals;
+  for (size_t at = 0, end; at < text.size(); at = end + 1) {
+    end = std::min(text.find('\n', at), text.size());
+    std::string line = text.substr(at, end - at);
+    if (line.rfind("steadyocr_cuda_", 0) == 0 || line.rfind("steadyocr_model_", 0) == 0) totals += "\n  " + line;
+  }
+  if (!totals.empty()) log::debug("worker", "{} totals:{}", rung, totals);
+  return rc;
+}
+
+}  // namespace steadyocr::engine
