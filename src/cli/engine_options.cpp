@@ -63,6 +63,11 @@ void add_engine_flags(CLI::App* app, EngineArgs* args) {
   app->add_option("--rec-min-width", args->rec_min_width, "Minimum width of a recognition batch")
       ->check(CLI::Range(1, 4096))
       ->capture_default_str();
+  app->add_option("--rec-interp", args->rec_interp,
+                  "Resize of text lines for recognition: lanczos keeps the gaps between Latin words (better spaces), "
+                  "linear is PaddleOCR's exact output, cubic in between (docs/BENCHMARKS.md)")
+      ->check(CLI::IsMember({"linear", "cubic", "lanczos"}))
+      ->capture_default_str();
   app->add_option("--rec-width-bucket", args->rec_width_bucket,
                   "Round recognition batch widths up to min width + k*N (fewer shapes to plan; 0: exact, as PaddleOCR)")
       ->check(CLI::Range(0, 4096))
@@ -124,6 +129,9 @@ Result<EngineOptions> engine_options_from(const EngineArgs& a) {
   opts.rec.batch = a.rec_batch;
   opts.rec.min_width = a.rec_min_width;
   opts.rec.width_bucket = a.rec_width_bucket;
+  if (!parse_rec_interp(a.rec_interp, &opts.rec.interp)) {
+    return invalid_argument("--rec-interp must be linear, cubic or lanczos (got '" + a.rec_interp + "')");
+  }
   opts.det_bucket = a.det_bucket;
   EngineOptions eo;
   eo.models = paths;

@@ -10,14 +10,39 @@
 
 namespace steadyocr::pipeline {
 
-void rec_normalize(const cv::Mat& crop, int height, int width, float* dst) {
+bool parse_rec_interp(const std::string& name, RecInterp* out) {
+  for (RecInterp i : {RecInterp::kLinear, RecInterp::kCubic, RecInterp::kLanczos}) {
+    if (name == rec_interp_name(i)) {
+      *out = i;
+      return true;
+    }
+  }
+  return false;
+}
+
+const char* rec_interp_name(RecInterp interp) {
+  switch (interp) {
+    case RecInterp::kLinear:
+      return "linear";
+    case RecInterp::kCubic:
+      return "cubic";
+    case RecInterp::kLanczos:
+      return "lanczos";
+  }
+  return "?";
+}
+
+void rec_normalize(const cv::Mat& crop, int height, int width, float* dst, RecInterp interp) {
   const size_t plane = static_cast<size_t>(height) * width;
   std::fill(dst, dst + 3 * plane, 0.f);
   double want = std::ceil(static_cast<double>(height * crop.cols) / static_cast<double>(crop.rows));
   int resized_w = want > width ? width : static_cast<int>(want);
   if (resized_w <= 0) return;
   cv::Mat resized;
-  cv::resize(crop, resized, cv::Size(resized_w, height), 0, 0, cv::INTER_LINEAR);
+  const int cv_interp = interp == RecInterp::kLanczos ? cv::INTER_LANCZOS4
+                        : interp == RecInterp::kCubic ? cv::INTER_CUBIC
+                                                      : cv::INTER_LINEAR;
+  cv::resize(crop, resized, cv::Size(resized_w, height), 0, 0, cv_interp);
   for (int y = 0; y < height; ++y) {
     const uint8_t* row = resized.ptr<uint8_t>(y);
     for (int x = 0; x < resized_w; ++x) {
@@ -79,7 +104,8 @@ Result<std::vector<RecText>> Recognizer::recognize(const std::vector<cv::Mat>& c
     float* base = input.data<float>();
     if (rows > n) std::fill(base + n * 3 * h * w, base + rows * 3 * h * w, 0.f);
     parallel_for(static_cast<int64_t>(n), [&](int64_t b, int64_t e) {
-      for (int64_t k = b; k < e; ++k) rec_normalize(crops[order[start + k]], h, w, base + k * 3 * h * w);
+      for (int64_t k = b; k < e; ++k)
+        rec_normalize(crops[order[start + k]], h, w, base + k * 3 * h * w, options_.interp);
     });
     ASSIGN_OR_RETURN(Tensor probs, model_->run(input));
     if (probs.dtype() != DType::kF32 || probs.rank() != 3 || probs.dim(0) != static_cast<int64_t>(rows)) {

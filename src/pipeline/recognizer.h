@@ -14,6 +14,14 @@
 
 namespace steadyocr::pipeline {
 
+// How recognition crops are resized to the model's height. Nearly every crop is enlarged (median 29-33 px to 48):
+// bilinear (PaddleOCR's cv2.INTER_LINEAR) blurs the narrow gaps between Latin words and the recogniser then drops the
+// spaces; Lanczos-4 keeps them (docs/BENCHMARKS.md: every metric per mode on every set).
+enum class RecInterp { kLinear, kCubic, kLanczos };
+// "linear|cubic|lanczos"; false on anything else.
+bool parse_rec_interp(const std::string& name, RecInterp* out);
+const char* rec_interp_name(RecInterp interp);
+
 struct RecOptions {
   int height = 48;      // model input height
   int min_width = 320;  // a batch is at least this wide
@@ -28,11 +36,12 @@ struct RecOptions {
   // run as one model call of up to this many rows (0: off). Each row is still the crop normalised at its own
   // batch's width, so the rows are the same as PaddleOCR's; only the number of calls (and new shapes) drops.
   int merge_rows = 0;
+  RecInterp interp = RecInterp::kLinear;  // resize of each crop to `height` (linear: PaddleOCR's exact semantics)
 };
 
-// Writes one crop into `dst` (3 x height x width floats, CHW): resized (bilinear) to `height` rows keeping its
+// Writes one crop into `dst` (3 x height x width floats, CHW): resized (`interp`) to `height` rows keeping its
 // aspect ratio (ceil), capped at `width` columns, scaled to [-1, 1], zeros to the right.
-void rec_normalize(const cv::Mat& crop, int height, int width, float* dst);
+void rec_normalize(const cv::Mat& crop, int height, int width, float* dst, RecInterp interp = RecInterp::kLinear);
 
 // Input width of a batch whose widest crop has aspect ratio `max_ratio` (width / height), bucketed as configured.
 int rec_batch_width(double max_ratio, const RecOptions& options);
