@@ -93,8 +93,10 @@ Result<std::unique_ptr<Pipeline>> build_rung_pipeline(const std::string& backend
   std::shared_ptr<Backend> backend;
   bool cuda = backend_name.rfind("cuda", 0) == 0;
   if (cuda) {
-    ASSIGN_OR_RETURN(backend, runtime::create_cuda_backend(backend_name == "cuda-fp32" ? "fp32" : "fp16",
-                                                           options.gpu_mem_mb * (size_t{1} << 20)));
+    auto config = runtime::cuda_backend_config(backend_name == "cuda-fp32" ? "fp32" : "fp16",
+                                               options.gpu_mem_mb * (size_t{1} << 20));
+    config.lanes = options.worker_concurrency + 2;  // one execution lane per image in flight, made before serving
+    ASSIGN_OR_RETURN(backend, runtime::create_cuda_backend(config));
     // Faults on a real device are real: the plugin launches the faulting kernel / fails the allocation.
     injector->set_device_hook([](const std::string& kind) {
       std::string k = kind == "sticky" || kind == "launch_failure" ? "illegal_address" : kind;
@@ -247,8 +249,6 @@ int worker_main(const std::string& config_json) {
   auto options = engine_options_from_json(config_json, &rung, &inject);
   if (!options.is_ok()) return runtime::refuse_worker(options.status());
   set_num_threads(options->threads);
-  // GPU rungs: one execution lane per image in flight, made before serving (see the CUDA backend).
-  if (is_gpu_rung(rung)) ::setenv("STEADYOCR_CUDA_LANES", std::to_string(options->worker_concurrency + 2).c_str(), 1);
   if (const char* level = std::getenv("STEADYOCR_LOG_LEVEL")) {
     log::Level lvl;
     if (log::parse_level(level, &lvl)) log::set_level(lvl);

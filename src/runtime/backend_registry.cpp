@@ -27,7 +27,7 @@ Result<std::shared_ptr<Backend>> create_backend(const std::string& name) {
 
 Result<std::shared_ptr<Backend>> create_backend(const std::string& name, const BackendOptions& options) {
   if (name == "cuda-fp32" || name == "cuda-fp16") {
-    return create_cuda_backend(name.substr(5), options.gpu_memory_budget_bytes, options.device);
+    return create_cuda_backend(cuda_backend_config(name.substr(5), options.gpu_memory_budget_bytes, options.device));
   }
   if (name == "reference") return std::shared_ptr<Backend>(make_reference_backend());
 #ifdef STEADYOCR_HAVE_ONEDNN
