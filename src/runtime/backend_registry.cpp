@@ -42,4 +42,14 @@ Result<std::shared_ptr<Backend>> create_backend(const std::string& name, const B
   return invalid_argument("unknown backend '" + name + "' (available here: " + known + ")");
 }
 
+std::vector<std::shared_ptr<Backend>> fallback_chain(const std::string& name) {
+  std::vector<std::shared_ptr<Backend>> chain;
+  if (name == "reference") return chain;
+#ifdef STEADYOCR_HAVE_ONEDNN
+  if (name != "cpu") chain.push_back(std::shared_ptr<Backend>(make_cpu_backend()));
+#endif
+  chain.push_back(std::shared_ptr<Backend>(make_reference_backend()));
+  return chain;
+}
+
 }  // namespace steadyocr::runtime
