@@ -203,7 +203,7 @@ Result<PlacedGraph> prepare_placed(const graph::Graph& graph, const std::vector<
   }
 
   std::vector<std::string> names;
-  for (const auto& c : chain) names.push_back(c->name());
+  for (const auto& c : chain) names.push_back(c ? c->name() : "?");
   for (size_t k = 0; k < segments.size(); ++k) {
     Segment& s = segments[k];
     graph::Graph sub = segment_graph(g, s, k, segments.size());
