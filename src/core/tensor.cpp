@@ -5,6 +5,8 @@
 #include <new>
 #include <sstream>
 
+#include "core/half.h"
+
 namespace steadyocr {
 
 size_t dtype_size(DType t) {
@@ -164,6 +166,12 @@ std::vector<float> Tensor::to_floats() const {
       case DType::kF32:
         v[i] = data<float>()[i];
         break;
+      case DType::kF16:
+        v[i] = half_to_float(data<uint16_t>()[i]);
+        break;
+      case DType::kBF16:
+        v[i] = bf16_to_float(data<uint16_t>()[i]);
+        break;
       case DType::kI64:
         v[i] = static_cast<float>(data<int64_t>()[i]);
         break;
@@ -174,8 +182,6 @@ std::vector<float> Tensor::to_floats() const {
       case DType::kBool:
         v[i] = data<uint8_t>()[i];
         break;
-      default:
-        v[i] = 0;
     }
   }
   return v;

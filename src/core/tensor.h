@@ -59,6 +59,7 @@ class Tensor {
   Tensor reshaped(Shape shape) const;
   // Values as int64 whatever the integer/float type (for shape tensors); empty when undefined.
   std::vector<int64_t> to_int64s() const;
+  // Values as floats whatever the element type (f16 and bf16 widened exactly, integers converted).
   std::vector<float> to_floats() const;
   std::string describe() const;  // "f32[1,3,48,320]"
 

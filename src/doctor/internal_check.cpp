@@ -7,6 +7,7 @@
 
 #include "backends/cuda/diagnostics.h"
 #include "doctor/device_checks.h"
+#include "runtime/cuda_plugin.h"
 
 namespace steadyocr::doctor {
 
@@ -73,14 +74,15 @@ Result<std::shared_ptr<Backend>> create_plugin_backend(const PluginFacts& plugin
                                                        const std::string& precision, size_t budget_bytes) {
   if (!plugin.api_ok || !plugin.api->create_backend || !plugin.api->destroy_backend)
     return unavailable("the CUDA plugin is not loaded or has no create_backend");
-  char err[2048] = {};
-  void* raw = plugin.api->create_backend(device, precision.c_str(), budget_bytes, err, sizeof(err));
-  if (!raw) return unavailable(std::string("create_backend(") + precision + "): " + (err[0] ? err : "no message"));
-  const SteadyocrPluginApi* api = plugin.api;
-  return std::shared_ptr<Backend>(static_cast<Backend*>(raw), [api](Backend* b) { api->destroy_backend(b); });
+  auto b = runtime::create_plugin_backend(plugin.api, runtime::cuda_backend_config(precision, budget_bytes, device));
+  if (!b.is_ok()) return unavailable(std::string("create_backend(") + precision + "): " + b.status().to_string());
+  return b;
 }
 
 std::string code_for_backend_error(const Status& s) {
+  // The backend names the cause itself (the CUDA plugin's statuses carry their finding): take it as it is.
+  if (s.finding() && !s.finding()->code.empty()) return s.finding()->code;
+  // Backends without findings (a status built from a library's error text): by the error names they report.
   const std::string& m = s.message();
   auto has = [&](const char* w) { return m.find(w) != std::string::npos; };
   if (has("no kernel image") || has("NoKernelImage") || has("NO_BINARY_FOR_GPU") || has("UnsupportedPtxVersion"))
@@ -133,6 +135,8 @@ ChildCheckResult dispatch(const std::string& name, const std::string& args_json)
   }
   // Fault: the whole check process stops answering, so the parent's watchdog has to kill it.
   if (name == "streams" && fault_injected("hang_child")) ::pause();
+  // The plugin reads no environment: the injected faults travel with the check's arguments.
+  if (const char* f = std::getenv(STEADYOCR_DOCTOR_FAULT_ENV); f && !args.contains("faults")) args["faults"] = f;
   if (is_plugin_check(name)) return run_plugin_check(plugin, name, args.dump());
   if (name == "backend_ops") return check_backend_ops(plugin, args, /*fp16=*/false);
   if (name == "backend_fp16") return check_backend_ops(plugin, args, /*fp16=*/true);

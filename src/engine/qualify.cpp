@@ -88,8 +88,11 @@ Result<std::unique_ptr<pipeline::Pipeline>> build_rung_pipeline(const std::strin
   std::shared_ptr<Backend> backend;
   bool cuda = backend_name.rfind("cuda", 0) == 0;
   if (cuda) {
-    ASSIGN_OR_RETURN(backend, runtime::create_cuda_backend(backend_name == "cuda-fp32" ? "fp32" : "fp16",
-                                                           options.gpu_mem_mb * (size_t{1} << 20)));
+    auto config = runtime::cuda_backend_config(backend_name == "cuda-fp32" ? "fp32" : "fp16",
+                                               options.gpu_mem_mb * (size_t{1} << 20));
+    // One execution lane per image in flight in the worker (CUDA rungs run in workers only), made before serving.
+    config.lanes = worker_jobs(options, backend_name) + 2;
+    ASSIGN_OR_RETURN(backend, runtime::create_cuda_backend(config));
     // Faults on a real device are real: the plugin launches the faulting kernel / fails the allocation.
     injector->set_device_hook([](const std::string& kind) {
       std::string k = kind == "sticky" || kind == "launch_failure" ? "illegal_address" : kind;

@@ -4,6 +4,7 @@
 
 #include "core/log.h"
 #include "core/metrics.h"
+#include "doctor/knowledge_base.h"
 
 namespace steadyocr::engine {
 
@@ -30,7 +31,14 @@ NextStep next_step(const RetryPolicy& policy, const Status& s, int attempt) {
 }
 
 Finding failure_finding(const Status& s, bool gpu) {
-  if (s.finding()) return *s.finding();
+  if (s.finding()) {
+    Finding f = *s.finding();
+    // A backend names the cause by its code; what to do about it is the knowledge base's.
+    if (f.fix.empty()) {
+      if (const doctor::KbEntry* e = doctor::KnowledgeBase::builtin().find(f.code)) f.fix = e->fix;
+    }
+    return f;
+  }
   const std::string doctor = gpu ? "run `steadyocr doctor --level 4`; the engine re-probes the device and moves back "
                                    "when it is healthy"
                                  : "";

@@ -9,6 +9,7 @@
 #include "pipeline/crop.h"
 #include "pipeline/det_preprocess.h"
 #include "pipeline/warm_up.h"
+#include "runtime/backend_registry.h"
 
 namespace steadyocr::pipeline {
 
@@ -61,6 +62,7 @@ Result<std::unique_ptr<Pipeline>> Pipeline::load(const ModelPaths& paths, std::s
   }
   const bool device = opts.execution == ExecutionProfile::kDevice;
   runtime::ModelOptions model_options;
+  model_options.fallbacks = runtime::fallback_chain(backend->name());  // where the nodes it declines run
   if (device) {
     opts.rec.pad_batch = true;
     if (opts.rec.merge_rows == 0) opts.rec.merge_rows = 8 * std::max(opts.rec.batch, 1);

@@ -27,7 +27,7 @@ Result<std::shared_ptr<Backend>> create_backend(const std::string& name) {
 
 Result<std::shared_ptr<Backend>> create_backend(const std::string& name, const BackendOptions& options) {
   if (name == "cuda-fp32" || name == "cuda-fp16") {
-    return create_cuda_backend(name.substr(5), options.gpu_memory_budget_bytes, options.device);
+    return create_cuda_backend(cuda_backend_config(name.substr(5), options.gpu_memory_budget_bytes, options.device));
   }
   if (name == "reference") return std::shared_ptr<Backend>(make_reference_backend());
 #ifdef STEADYOCR_HAVE_ONEDNN
@@ -40,6 +40,16 @@ Result<std::shared_ptr<Backend>> create_backend(const std::string& name, const B
   std::string known;
   for (auto& n : available_backends()) known += (known.empty() ? "" : ", ") + n;
   return invalid_argument("unknown backend '" + name + "' (available here: " + known + ")");
+}
+
+std::vector<std::shared_ptr<Backend>> fallback_chain(const std::string& name) {
+  std::vector<std::shared_ptr<Backend>> chain;
+  if (name == "reference") return chain;
+#ifdef STEADYOCR_HAVE_ONEDNN
+  if (name != "cpu") chain.push_back(std::shared_ptr<Backend>(make_cpu_backend()));
+#endif
+  chain.push_back(std::shared_ptr<Backend>(make_reference_backend()));
+  return chain;
 }
 
 }  // namespace steadyocr::runtime

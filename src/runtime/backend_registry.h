@@ -24,4 +24,8 @@ struct BackendOptions {
 // Same, with options for device backends.
 Result<std::shared_ptr<Backend>> create_backend(const std::string& name, const BackendOptions& options);
 
+// The backends that run the nodes backend `name` declines, in order (ARCHITECTURE.md: cuda -> cpu -> reference):
+// cpu (when built) and reference below a CUDA backend, reference below cpu, none below reference.
+std::vector<std::shared_ptr<Backend>> fallback_chain(const std::string& name);
+
 }  // namespace steadyocr::runtime

@@ -7,6 +7,8 @@
 
 #include <climits>
 #include <cstdlib>
+#include <cstring>
+#include <initializer_list>
 #include <mutex>
 
 #include "backends/cuda/plugin_abi.h"
@@ -164,7 +166,8 @@ Status check_plugin_api(const SteadyocrPluginApi* api, const std::string& path) 
                     path, plug, host));
   }
   if (!api->get_build_info || !api->query_runtime || !api->query_device || !api->create_backend ||
-      !api->destroy_backend || !api->run_check || !api->set_fault) {
+      !api->destroy_backend || !api->supports || !api->prepare || !api->run || !api->workspace_bytes ||
+      !api->destroy_prepared || !api->run_check || !api->set_fault) {
     return unavailable(fmt::format("{}: its function table is incomplete", path));
   }
   return Status::ok();
@@ -180,8 +183,109 @@ const SteadyocrPluginApi* cuda_plugin_api() {
   return g_api;
 }
 
-Result<std::shared_ptr<Backend>> create_cuda_backend(const std::string& precision, size_t mem_budget_bytes,
-                                                     int device) {
+cuda::BackendConfig cuda_backend_config(const std::string& precision, size_t memory_budget_bytes, int device) {
+  static const cuda::BackendConfig overrides = [] {
+    auto is = [](const char* name, std::initializer_list<const char*> values) {
+      const char* v = std::getenv(name);
+      if (!v) return false;
+      for (const char* x : values) {
+        if (std::string(v) == x) return true;
+      }
+      return false;
+    };
+    cuda::BackendConfig c;
+    c.debug_sync = is("STEADYOCR_CUDA_DEBUG_SYNC", {"1"});
+    c.own_conv = !is("STEADYOCR_CUDA_OWN_CONV", {"0"});
+    c.cuda_graphs = !is("STEADYOCR_CUDA_GRAPHS", {"0", "off", "false"});
+    c.calibrate = !is("STEADYOCR_CUDA_CALIBRATE", {"0", "off", "false"});
+    if (const char* f = std::getenv("STEADYOCR_CUDA_FAULT")) c.fault_spec = f;
+    return c;
+  }();
+  cuda::BackendConfig c = overrides;
+  c.precision = precision;
+  c.memory_budget_bytes = memory_budget_bytes;
+  c.device = device;
+  return c;
+}
+
+Status status_from_plugin(const SoPluginStatus& status) {
+  if (status.code == 0) return Status::ok();
+  StatusCode code = StatusCode::kInternal;
+  if (status.code > 0 && status.code <= static_cast<int>(StatusCode::kInternal)) {
+    code = static_cast<StatusCode>(status.code);
+  }
+  std::string message(status.message, strnlen(status.message, sizeof(status.message)));
+  std::string finding(status.finding, strnlen(status.finding, sizeof(status.finding)));
+  if (message.empty()) message = "the CUDA plugin gave no reason";
+  if (finding.empty()) return Status(code, std::move(message));
+  return Status(code, message, {finding, message, ""});  // the fix comes from the knowledge base (doctor/)
+}
+
+namespace {
+
+// A prepared graph inside the plugin, reached through the table.
+class PluginPreparedGraph final : public PreparedGraph {
+ public:
+  PluginPreparedGraph(const SteadyocrPluginApi* api, void* handle) : api_(api), handle_(handle) {}
+  ~PluginPreparedGraph() override { api_->destroy_prepared(handle_); }
+  Status run(const std::vector<Tensor>& inputs, std::vector<Tensor>* outputs) override {
+    SoPluginStatus st{};
+    api_->run(handle_, &inputs, outputs, &st);
+    return status_from_plugin(st);
+  }
+  size_t workspace_bytes() const override { return api_->workspace_bytes(handle_); }
+
+ private:
+  const SteadyocrPluginApi* api_;
+  void* handle_;
+};
+
+// A backend inside the plugin, reached through the table; name and device info are fixed at creation.
+class PluginBackend final : public Backend {
+ public:
+  PluginBackend(const SteadyocrPluginApi* api, void* handle, std::string name, DeviceInfo info)
+      : api_(api), handle_(handle), name_(std::move(name)), info_(std::move(info)) {}
+  ~PluginBackend() override { api_->destroy_backend(handle_); }
+  std::string name() const override { return name_; }
+  DeviceInfo device_info() const override { return info_; }
+  bool supports(const graph::Node& node) const override { return api_->supports(handle_, &node) != 0; }
+  Result<std::unique_ptr<PreparedGraph>> prepare(const graph::Graph& graph) override {
+    SoPluginStatus st{};
+    void* prepared = nullptr;
+    api_->prepare(handle_, &graph, &prepared, &st);
+    if (st.code != 0 || !prepared) {
+      if (st.code == 0) return internal_error("the CUDA plugin prepared no graph and gave no reason");
+      return status_from_plugin(st);
+    }
+    return std::unique_ptr<PreparedGraph>(new PluginPreparedGraph(api_, prepared));
+  }
+
+ private:
+  const SteadyocrPluginApi* api_;
+  void* handle_;
+  std::string name_;
+  DeviceInfo info_;
+};
+
+}  // namespace
+
+Result<std::shared_ptr<Backend>> create_plugin_backend(const SteadyocrPluginApi* api,
+                                                       const cuda::BackendConfig& config) {
+  if (!api) return unavailable("the CUDA plugin is not loaded");
+  SoBackendConfig abi = cuda::to_abi(config);
+  SoPluginStatus st{};
+  void* handle = nullptr;
+  char name[64] = {0};
+  DeviceInfo info;
+  api->create_backend(&abi, &handle, name, sizeof(name), &info, &st);
+  if (st.code != 0 || !handle) {
+    if (st.code == 0) return internal_error("the CUDA plugin created no backend and gave no reason");
+    return status_from_plugin(st);
+  }
+  return std::shared_ptr<Backend>(new PluginBackend(api, handle, name, std::move(info)));
+}
+
+Result<std::shared_ptr<Backend>> create_cuda_backend(const cuda::BackendConfig& config) {
   const CudaPluginStatus& st = cuda_plugin_status();
   const SteadyocrPluginApi* api = cuda_plugin_api();
   if (!api) return unavailable(st.error);
@@ -189,22 +293,20 @@ Result<std::shared_ptr<Backend>> create_cuda_backend(const std::string& precisio
     return unavailable(fmt::format("no usable CUDA device: {} (plugin {}); run `steadyocr doctor` for the cause",
                                    st.device_error.empty() ? "none found" : st.device_error, st.path));
   }
-  char err[2048] = {0};
-  void* b = api->create_backend(device, precision.c_str(), mem_budget_bytes, err, sizeof(err));
-  if (!b) {
-    return unavailable(fmt::format("creating the CUDA backend ({}) on device {} failed: {}", precision, device,
-                                   err[0] ? err : "no reason given"));
+  auto b = create_plugin_backend(api, config);
+  if (!b.is_ok()) {
+    return unavailable(fmt::format("creating the CUDA backend ({}) on device {} failed: {}", config.precision,
+                                   config.device, b.status().to_string()));
   }
-  auto destroy = api->destroy_backend;
-  return std::shared_ptr<Backend>(static_cast<Backend*>(b), [destroy](Backend* p) { destroy(p); });
+  return b;
 }
 
 Status set_cuda_fault(const std::string& spec) {
   const SteadyocrPluginApi* api = cuda_plugin_api();
   if (!api) return unavailable(cuda_plugin_status().error);
-  char err[1024] = {0};
-  if (api->set_fault(spec.c_str(), err, sizeof(err)) != 0) return invalid_argument(err);
-  return Status::ok();
+  SoPluginStatus st{};
+  api->set_fault(spec.c_str(), &st);
+  return status_from_plugin(st);
 }
 
 }  // namespace steadyocr::runtime

@@ -1,6 +1,6 @@
 // Loads libsteadyocr_cuda.so with dlopen (the main binary never links CUDA) and wraps its C entry point:
 // finds the file, reports the exact dlopen error, refuses API/ABI mismatches with a clear message, and creates
-// Backends through the plugin table.
+// Backends that reach the plugin only through its table (plugin_api.h): no C++ call and no exception crosses.
 #pragma once
 
 #include <memory>
@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "backends/backend.h"
+#include "backends/cuda/backend_config.h"
 #include "backends/cuda/plugin_api.h"
 #include "core/status.h"
 
@@ -36,9 +37,21 @@ const SteadyocrPluginApi* cuda_plugin_api();
 // Checks a plugin table against this binary (API version first, then the C++ ABI tag); the error says what to do.
 Status check_plugin_api(const SteadyocrPluginApi* api, const std::string& path);
 
-// Creates a CUDA backend ("fp32" or "fp16") on `device`; mem_budget_bytes 0 = no budget.
-Result<std::shared_ptr<Backend>> create_cuda_backend(const std::string& precision, size_t mem_budget_bytes,
-                                                     int device = 0);
+// The configuration of a CUDA backend ("fp32" or "fp16") on `device` with a memory budget (0 = none), with the
+// documented overrides from the environment, read once per process (docs/FAULTS.md, "Settings of the CUDA
+// backend"): STEADYOCR_CUDA_FAULT, STEADYOCR_CUDA_DEBUG_SYNC=1, STEADYOCR_CUDA_OWN_CONV=0, STEADYOCR_CUDA_GRAPHS=0,
+// STEADYOCR_CUDA_CALIBRATE=0. The plugin itself reads no environment.
+cuda::BackendConfig cuda_backend_config(const std::string& precision, size_t memory_budget_bytes = 0, int device = 0);
+
+// Creates a CUDA backend as `config` says, through the loaded plugin.
+Result<std::shared_ptr<Backend>> create_cuda_backend(const cuda::BackendConfig& config);
+// Same through a given plugin table (the doctor's own probe of the plugin).
+Result<std::shared_ptr<Backend>> create_plugin_backend(const SteadyocrPluginApi* api,
+                                                       const cuda::BackendConfig& config);
+
+// The Status of a call into the plugin, carrying the plugin's finding (the doctor's code naming the cause; its fix is
+// the knowledge base's).
+Status status_from_plugin(const SoPluginStatus& status);
 
 // Fault injection inside the plugin (docs/FAULTS.md); "" clears.
 Status set_cuda_fault(const std::string& spec);

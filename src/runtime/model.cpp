@@ -1,6 +1,8 @@
 #include "runtime/model.h"
 
+#include <algorithm>
 #include <cmath>
+#include <map>
 #include <random>
 
 #include "backends/reference/reference_backend.h"
@@ -138,7 +140,8 @@ Result<std::shared_ptr<Model::Plan>> Model::plan_for(const Shape& shape) {
   Stopwatch sw;
   ASSIGN_OR_RETURN(graph::Graph g, specialized_graph(shape));
   const double passes_ms = sw.elapsed_ms();
-  auto prepared = backend_->prepare(g);
+  std::vector<NodePlacement> placements;
+  auto prepared = prepare(g, &placements);
   metrics::inc("steadyocr_model_plan_ms_total", {{"phase", "passes"}}, passes_ms);
   metrics::inc("steadyocr_model_plan_ms_total", {{"phase", "prepare"}}, sw.elapsed_ms() - passes_ms);
   metrics::inc("steadyocr_model_plans_total", {{"model", graph_.name()}});
@@ -168,12 +171,46 @@ Result<std::shared_ptr<Model::Plan>> Model::plan_for(const Shape& shape) {
   }
   plans_.push_front(plan);
   ++stats_.plans_built;
+  record_placements_locked(placements);
   stats_.plan_ms_total += ms;
   while (plans_.size() > options_.max_cached_shapes) {
     plans_.pop_back();
     ++stats_.plans_evicted;
   }
   return plan;
+}
+
+Result<std::unique_ptr<PreparedGraph>> Model::prepare(const graph::Graph& g, std::vector<NodePlacement>* placements) {
+  std::vector<std::shared_ptr<Backend>> chain{backend_};
+  chain.insert(chain.end(), options_.fallbacks.begin(), options_.fallbacks.end());
+  ASSIGN_OR_RETURN(PlacedGraph placed, prepare_placed(g, chain));
+  if (placements) *placements = std::move(placed.placements);
+  return std::move(placed.prepared);
+}
+
+void Model::record_placements_locked(const std::vector<NodePlacement>& placements) {
+  std::map<std::string, std::vector<std::string>> nodes_of;  // op -> nodes placed in this plan
+  for (const NodePlacement& p : placements) {
+    metrics::inc("steadyocr_op_placements_total",
+                 {{"model", graph_.name()}, {"op", p.op}, {"from", p.from}, {"to", p.to}});
+    auto it = std::find_if(stats_.placements.begin(), stats_.placements.end(),
+                           [&](const OpPlacement& o) { return o.op == p.op && o.from == p.from && o.to == p.to; });
+    if (it == stats_.placements.end()) it = stats_.placements.insert(stats_.placements.end(), {p.op, p.from, p.to, 0});
+    ++it->nodes;
+    nodes_of[p.op].push_back(p.node);
+  }
+  for (const auto& [op, nodes] : nodes_of) {
+    if (!placement_logged_.insert(op).second) continue;
+    const NodePlacement& first =
+        *std::find_if(placements.begin(), placements.end(), [&op = op](const NodePlacement& p) { return p.op == op; });
+    std::string names;
+    for (size_t i = 0; i < nodes.size() && i < 3; ++i) names += (i ? ", " : "") + nodes[i];
+    if (nodes.size() > 3) names += fmt::format(" and {} more", nodes.size() - 3);
+    log::warn("runtime",
+              "{}: backend {} declines {} ({}); placed on {}, its tensors cross through host memory "
+              "(steadyocr_op_placements_total)",
+              graph_.name(), first.from, op, names, first.to);
+  }
 }
 
 Result<std::pair<size_t, PreparedGraph*>> Model::acquire(Plan& plan) {
@@ -218,7 +255,7 @@ Status Model::warm_up(const Tensor& input, int instances, int runs) {
   while (static_cast<int>(plan->replicas.size()) + plan->building < std::min(instances, plan->limit)) {
     ++plan->building;
     lock.unlock();
-    auto prepared = backend_->prepare(plan->graph);
+    auto prepared = prepare(plan->graph, nullptr);
     lock.lock();
     --plan->building;
     if (!prepared.is_ok()) {

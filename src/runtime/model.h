@@ -1,11 +1,13 @@
 // A loaded model bound to one backend: imports once, specialises and prepares per input shape
-// (bounded cache), and runs. This is what the pipeline calls.
+// (bounded cache), and runs. Nodes the backend declines run on the next backend of its fallback chain, counted
+// and logged (runtime/placement.h). This is what the pipeline calls.
 #pragma once
 
 #include <condition_variable>
 #include <list>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -14,6 +16,7 @@
 #include "core/tensor.h"
 #include "graph/ir.h"
 #include "graph/passes/passes.h"
+#include "runtime/placement.h"
 
 namespace steadyocr::runtime {
 
@@ -29,15 +32,27 @@ struct ModelOptions {
   // of the whole pass pipeline per new shape). Checked at load against the plain path on the reference backend
   // (a few hundred ms, once), and turned off for the model on a mismatch. Pays off when many shapes get planned.
   bool reuse_generic_passes = false;
+  // Where the nodes the backend declines (Backend::supports) run, in order: cpu then reference below a CUDA
+  // backend, reference below cpu (runtime::fallback_chain). Empty: a declined node fails the plan.
+  std::vector<std::shared_ptr<Backend>> fallbacks;
+};
+
+// Nodes of one op kind that the model's backend declined and the runtime placed on another backend.
+struct OpPlacement {
+  std::string op;      // "Resize"
+  std::string from;    // the model's backend, which declined them
+  std::string to;      // the backend they run on
+  uint64_t nodes = 0;  // placements made: nodes of this op, summed over the shapes planned
 };
 
 struct ModelStats {
   uint64_t runs = 0;
   uint64_t plans_built = 0;  // first run of a new input shape
   uint64_t plans_evicted = 0;
-  uint64_t replicas_built = 0;  // extra instances of an already planned shape (warm-up, racing callers)
-  double plan_ms_total = 0;     // time spent specialising + preparing
-  bool generic_passes = false;  // new shapes start from the pre-optimised graph
+  uint64_t replicas_built = 0;          // extra instances of an already planned shape (warm-up, racing callers)
+  double plan_ms_total = 0;             // time spent specialising + preparing
+  bool generic_passes = false;          // new shapes start from the pre-optimised graph
+  std::vector<OpPlacement> placements;  // empty while every node runs on the model's backend
 };
 
 // What the pipeline runs a model through: a plain Model, or the engine's ladder-aware runner.
@@ -88,6 +103,11 @@ class Model : public Runner {
   void prepare_generic_graph();
   // Takes a free instance of `plan`, waiting while all are busy.
   Result<std::pair<size_t, PreparedGraph*>> acquire(Plan& plan);
+  // Prepares `g` on the backend, placing the nodes it declines on the fallbacks (runtime/placement.h).
+  Result<std::unique_ptr<PreparedGraph>> prepare(const graph::Graph& g, std::vector<NodePlacement>* placements);
+  // Counts a new plan's placements: ModelStats::placements, steadyocr_op_placements_total, a WARN line once per
+  // op kind. Called with mu_ held.
+  void record_placements_locked(const std::vector<NodePlacement>& placements);
 
   std::string path_;
   graph::Graph graph_;
@@ -99,6 +119,7 @@ class Model : public Runner {
   std::condition_variable freed_;           // an instance became free or was added
   std::list<std::shared_ptr<Plan>> plans_;  // most recently used first
   ModelStats stats_;
+  std::set<std::string> placement_logged_;  // op kinds whose placement was logged
 };
 
 }  // namespace steadyocr::runtime

@@ -4,9 +4,13 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <string>
+#include <vector>
 
+#include "backends/cuda/backend_config.h"
 #include "backends/cuda/plugin_abi.h"
+#include "graph/ir.h"
 #include "runtime/backend_registry.h"
 #include "runtime/cuda_plugin.h"
 #include "test_util.h"
@@ -18,17 +22,29 @@ void dummy_build(SoPluginBuildInfo*) {}
 int dummy_runtime(SoPluginRuntimeInfo*) {
   return 1;
 }
-int dummy_device(int, SoPluginDeviceInfo*, char*, size_t) {
+int dummy_device(int, SoPluginDeviceInfo*, SoPluginStatus*) {
   return 1;
 }
-void* dummy_create(int, const char*, size_t, char*, size_t) {
-  return nullptr;
+int dummy_create(const SoBackendConfig*, void**, char*, size_t, void*, SoPluginStatus*) {
+  return 1;
 }
 void dummy_destroy(void*) {}
+int dummy_supports(void*, const void*) {
+  return 0;
+}
+int dummy_prepare(void*, const void*, void**, SoPluginStatus*) {
+  return 1;
+}
+int dummy_run(void*, const void*, void*, SoPluginStatus*) {
+  return 1;
+}
+size_t dummy_workspace(void*) {
+  return 0;
+}
 int dummy_check(const char*, const char*, char*, size_t) {
   return 1;
 }
-int dummy_fault(const char*, char*, size_t) {
+int dummy_fault(const char*, SoPluginStatus*) {
   return 0;
 }
 
@@ -43,6 +59,11 @@ SteadyocrPluginApi complete_table(const std::string& abi) {
   api.query_device = dummy_device;
   api.create_backend = dummy_create;
   api.destroy_backend = dummy_destroy;
+  api.supports = dummy_supports;
+  api.prepare = dummy_prepare;
+  api.run = dummy_run;
+  api.workspace_bytes = dummy_workspace;
+  api.destroy_prepared = dummy_destroy;
   api.run_check = dummy_check;
   api.set_fault = dummy_fault;
   return api;
@@ -122,6 +143,153 @@ TEST(CudaPlugin, StatusExplainsAvailability) {
   }
   std::printf("cuda plugin: loaded=%d path=%s devices=%d error=%s device_error=%s\n", st.loaded, st.path.c_str(),
               st.device_count, st.error.c_str(), st.device_error.c_str());
+}
+
+// The host side of the boundary against a table of fakes: the config arrives field by field, every call goes
+// through the table, and a failure comes back as a Status with its code and finding.
+struct FakePlugin {
+  static inline SoBackendConfig seen{};
+  static inline std::string precision, fault_spec;
+  static inline int backends_destroyed = 0, prepared_destroyed = 0;
+  static inline int token = 0;
+
+  static int create(const SoBackendConfig* c, void** backend, char* name, size_t name_len, void* info,
+                    SoPluginStatus*) {
+    seen = *c;
+    precision = c->precision;
+    fault_spec = c->fault_spec;
+    *backend = &token;
+    std::snprintf(name, name_len, "cuda-fake");
+    static_cast<DeviceInfo*>(info)->name = "Fake GPU";
+    return 0;
+  }
+  static void destroy_backend(void*) { ++backends_destroyed; }
+  static int supports(void*, const void* node) {
+    return static_cast<const graph::Node*>(node)->op == graph::OpKind::kConv ? 1 : 0;
+  }
+  static int prepare(void*, const void* graph, void** prepared, SoPluginStatus* st) {
+    if (static_cast<const graph::Graph*>(graph)->name() == "lost") {
+      st->code = static_cast<int>(StatusCode::kDeviceFault);
+      std::snprintf(st->finding, sizeof(st->finding), "L3_STICKY_FAULT");
+      std::snprintf(st->message, sizeof(st->message), "cuda failed: cudaErrorIllegalAddress (700)");
+      return st->code;
+    }
+    *prepared = &token;
+    return 0;
+  }
+  static int run(void*, const void* inputs, void* outputs, SoPluginStatus*) {
+    *static_cast<std::vector<Tensor>*>(outputs) = *static_cast<const std::vector<Tensor>*>(inputs);
+    return 0;
+  }
+  static void destroy_prepared(void*) { ++prepared_destroyed; }
+};
+
+TEST(CudaPlugin, HostReachesThePluginOnlyThroughTheTable) {
+  SteadyocrPluginApi api = complete_table(plugin_abi_tag());
+  api.create_backend = FakePlugin::create;
+  api.destroy_backend = FakePlugin::destroy_backend;
+  api.supports = FakePlugin::supports;
+  api.prepare = FakePlugin::prepare;
+  api.run = FakePlugin::run;
+  api.destroy_prepared = FakePlugin::destroy_prepared;
+  cuda::BackendConfig config = runtime::cuda_backend_config("fp16", size_t{64} << 20, 1);
+  config.lanes = 6;
+  config.debug_sync = true;
+  config.own_conv = false;
+  config.fault_spec = "oom@rec:2";
+  {
+    auto b = runtime::create_plugin_backend(&api, config);
+    ASSERT_TRUE(b.is_ok()) << b.status().to_string();
+    EXPECT_EQ((*b)->name(), "cuda-fake");
+    EXPECT_EQ((*b)->device_info().name, "Fake GPU");
+    EXPECT_EQ(FakePlugin::seen.struct_size, sizeof(SoBackendConfig));
+    EXPECT_EQ(FakePlugin::precision, "fp16");
+    EXPECT_EQ(FakePlugin::seen.memory_budget_bytes, size_t{64} << 20);
+    EXPECT_EQ(FakePlugin::seen.device, 1);
+    EXPECT_EQ(FakePlugin::seen.lanes, 6);
+    EXPECT_EQ(FakePlugin::seen.debug_sync, 1);
+    EXPECT_EQ(FakePlugin::seen.own_conv, 0);
+    EXPECT_EQ(FakePlugin::fault_spec, "oom@rec:2");
+
+    graph::Graph g;
+    graph::Value* x = g.add_value("x", DType::kF32, {1, 1, 4, 4});
+    graph::Value* w = g.add_constant("w", Tensor::zeros(DType::kF32, {1, 1, 1, 1}));
+    graph::Value* y = g.add_value("y", DType::kF32, {1, 1, 4, 4});
+    graph::Node* conv = g.add_node(graph::OpKind::kConv, "c", {x, w}, {y}, graph::ConvAttrs{});
+    graph::Node* relu = g.add_node(graph::OpKind::kRelu, "r", {y}, {g.add_value("z", DType::kF32, {1, 1, 4, 4})});
+    EXPECT_TRUE((*b)->supports(*conv));
+    EXPECT_FALSE((*b)->supports(*relu));
+
+    auto p = (*b)->prepare(g);
+    ASSERT_TRUE(p.is_ok()) << p.status().to_string();
+    Tensor in = testing::random_tensor({1, 1, 4, 4}, 1);
+    std::vector<Tensor> out;
+    ASSERT_TRUE((*p)->run({in}, &out).is_ok());
+    ASSERT_EQ(out.size(), 1u);
+    EXPECT_EQ(out[0].raw(), in.raw());
+
+    g.set_name("lost");
+    auto lost = (*b)->prepare(g);
+    ASSERT_FALSE(lost.is_ok());
+    EXPECT_EQ(lost.status().code(), StatusCode::kDeviceFault);
+    EXPECT_NE(lost.status().message().find("cudaErrorIllegalAddress"), std::string::npos);
+    ASSERT_TRUE(lost.status().finding().has_value()) << lost.status().message();
+    EXPECT_EQ(lost.status().finding()->code, "L3_STICKY_FAULT") << lost.status().message();
+  }
+  EXPECT_EQ(FakePlugin::backends_destroyed, 1);
+  EXPECT_EQ(FakePlugin::prepared_destroyed, 1);
+}
+
+TEST(CudaPlugin, StatusFromThePluginKeepsCodeAndFinding) {
+  SoPluginStatus st{};
+  EXPECT_TRUE(runtime::status_from_plugin(st).is_ok());
+  st.code = static_cast<int>(StatusCode::kOutOfMemory);
+  std::snprintf(st.finding, sizeof(st.finding), "L3_OUT_OF_MEMORY");
+  std::snprintf(st.message, sizeof(st.message), "cudaErrorMemoryAllocation");
+  Status s = runtime::status_from_plugin(st);
+  EXPECT_EQ(s.code(), StatusCode::kOutOfMemory);
+  EXPECT_EQ(s.message(), "cudaErrorMemoryAllocation");
+  ASSERT_TRUE(s.finding().has_value());
+  EXPECT_EQ(s.finding()->code, "L3_OUT_OF_MEMORY");
+  st.code = 9999;  // a code this binary does not know
+  EXPECT_EQ(runtime::status_from_plugin(st).code(), StatusCode::kInternal);
+}
+
+// The real plugin's table, on whatever this machine has: bad calls come back as statuses, never as exceptions or
+// crashes, and without a device creating a backend says why.
+TEST(CudaPlugin, RealTableAnswersEveryCallWithAStatus) {
+  const SteadyocrPluginApi* api = runtime::cuda_plugin_api();
+  if (!api) GTEST_SKIP() << "CUDA plugin not loaded: " << runtime::cuda_plugin_status().error;
+  SoPluginStatus st{};
+  void* handle = nullptr;
+  char name[64] = {0};
+  EXPECT_EQ(api->create_backend(nullptr, &handle, name, sizeof(name), nullptr, &st),
+            static_cast<int>(StatusCode::kInvalidArgument));
+  EXPECT_GT(std::strlen(st.message), 0u);
+  EXPECT_EQ(handle, nullptr);
+  EXPECT_EQ(api->supports(nullptr, nullptr), 0);
+  st = SoPluginStatus{};
+  EXPECT_EQ(api->run(nullptr, nullptr, nullptr, &st), static_cast<int>(StatusCode::kInvalidArgument));
+  st = SoPluginStatus{};
+  EXPECT_EQ(api->set_fault("explode@det:1", &st), static_cast<int>(StatusCode::kInvalidArgument));
+  EXPECT_NE(std::string(st.message).find("illegal_address"), std::string::npos) << st.message;
+  st = SoPluginStatus{};
+  EXPECT_EQ(api->set_fault("", &st), 0);
+  if (runtime::cuda_plugin_status().device_count > 0) return;  // the GPU tests cover creation
+  cuda::BackendConfig config = runtime::cuda_backend_config("fp32");
+  SoBackendConfig abi = cuda::to_abi(config);
+  DeviceInfo info;
+  st = SoPluginStatus{};
+  EXPECT_NE(api->create_backend(&abi, &handle, name, sizeof(name), &info, &st), 0);
+  EXPECT_NE(st.code, 0);
+  EXPECT_GT(std::strlen(st.message), 0u);
+  EXPECT_GT(std::strlen(st.finding), 0u) << st.message;
+  EXPECT_EQ(handle, nullptr);
+  std::printf("create_backend without a device: code %d, finding %s: %s\n", st.code, st.finding, st.message);
+  SoPluginDeviceInfo dev{};
+  st = SoPluginStatus{};
+  EXPECT_NE(api->query_device(0, &dev, &st), 0);
+  EXPECT_GT(std::strlen(st.message), 0u);
 }
 
 TEST(CudaPlugin, MainBinaryDoesNotLinkCuda) {

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <thread>
 
 #include "core/metrics.h"
@@ -21,8 +22,8 @@ size_t device_free_bytes() {
   const SteadyocrPluginApi* api = runtime::cuda_plugin_api();
   if (!api) return 0;
   SoPluginDeviceInfo info{};
-  char err[256];
-  return api->query_device(0, &info, err, sizeof(err)) == 0 ? info.free_bytes : 0;
+  SoPluginStatus status{};
+  return api->query_device(0, &info, &status) == 0 ? info.free_bytes : 0;
 }
 
 bool identical(const Tensor& a, const Tensor& b) {
@@ -241,6 +242,63 @@ TEST(CudaFaults, IllegalAddressIsStickyDeviceFault) {
   auto g = optimized_model(kDetModel, {1, 3, 32, 32});
   ASSERT_TRUE(g.is_ok());
   EXPECT_EQ(backend->prepare(*g).status().code(), StatusCode::kDeviceFault);
+}
+
+// Kills the CUDA context of the whole process: run it alone (STEADYOCR_TEST_STICKY_FAULT=1, gtest filter).
+// Jobs in flight on other lanes when one job hits an illegal address fail in calls of their own (a cuBLAS GEMM:
+// CUBLAS_STATUS_EXECUTION_FAILED); each must report the lost context, never a plain device error.
+TEST(CudaFaults, ContextLossReachesEveryJobInFlight) {
+  if (!std::getenv("STEADYOCR_TEST_STICKY_FAULT")) {
+    GTEST_SKIP() << "loses the CUDA context of the process: run alone with STEADYOCR_TEST_STICKY_FAULT=1";
+  }
+  SO_REQUIRE_MODELS();
+  SO_CUDA_BACKEND_OR_SKIP(backend, "cuda-fp32");
+  Tensor x;
+  auto det = small_det(*backend, &x);
+  ASSERT_TRUE(det);
+  const Shape rec_shape{6, 3, 48, 320};
+  auto rec = optimized_model(kRecModel, rec_shape);
+  ASSERT_TRUE(rec.is_ok()) << rec.status().to_string();
+  constexpr int kJobs = 3;
+  std::vector<std::unique_ptr<PreparedGraph>> plans;
+  for (int j = 0; j < kJobs; ++j) {
+    auto p = backend->prepare(*rec);
+    ASSERT_TRUE(p.is_ok()) << p.status().to_string();
+    plans.push_back(std::move(p).value());
+  }
+  FaultGuard guard;
+  std::atomic<bool> started{false};
+  std::mutex mu;
+  std::vector<Status> failures;
+  std::vector<std::thread> jobs;
+  for (int j = 0; j < kJobs; ++j) {
+    jobs.emplace_back([&, j] {
+      Tensor in = random_tensor(rec_shape, 40 + j);
+      int failed = 0;
+      for (int r = 0; r < 2000 && failed < 2; ++r) {  // until two failures (the first and a later one)
+        std::vector<Tensor> out;
+        Status s = plans[j]->run({in}, &out);
+        started = true;
+        if (s.is_ok()) continue;
+        ++failed;
+        std::lock_guard<std::mutex> lock(mu);
+        failures.push_back(s);
+      }
+    });
+  }
+  while (!started) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  ASSERT_TRUE(runtime::set_cuda_fault("illegal_address@det:1").is_ok());
+  std::vector<Tensor> out;
+  Status s = det->run({x}, &out);
+  EXPECT_EQ(s.code(), StatusCode::kDeviceFault) << s.to_string();
+  for (auto& t : jobs) t.join();
+  EXPECT_EQ(failures.size(), static_cast<size_t>(2 * kJobs)) << "every job must fail once the context is lost";
+  for (const Status& f : failures) {
+    EXPECT_EQ(f.code(), StatusCode::kDeviceFault) << f.to_string();
+    ASSERT_TRUE(f.finding().has_value()) << f.to_string();
+    EXPECT_EQ(f.finding()->code, "L3_STICKY_FAULT") << f.to_string();
+  }
 }
 
 // ---- first timings (informative; the end-to-end numbers come from scripts/device_bench.sh) ---------------------

@@ -10,7 +10,7 @@
 namespace steadyocr::cuda {
 namespace {
 
-thread_local GpuErrorRecord t_last;
+thread_local GpuErrorRecord t_first;  // since reset_gpu_errors()
 std::mutex g_sticky_mu;
 GpuErrorRecord g_first_sticky;
 
@@ -22,12 +22,11 @@ const char* base_name(const char* file) {
   return slash;
 }
 
-Status finish(GpuErrorRecord r) {
-  if (r.sticky) {
-    r.status = StatusCode::kDeviceFault;
-  } else if (r.status == StatusCode::kOk) {
-    r.status = StatusCode::kDeviceError;
-  }
+Status finish(GpuErrorRecord r, const GpuErrorClass& c) {
+  r.sticky = c.sticky;
+  r.status = c.status;
+  r.finding = c.finding;
+  if (!c.underlying.empty()) r.message += " (the context is lost underneath: " + c.underlying + ")";
   std::string text = fmt::format("{} failed: {} ({}) at {}:{}: {}{}", r.library, r.name, r.code, r.file, r.line,
                                  r.message, r.sticky ? " [sticky: the CUDA context is lost; restart the worker]" : "");
   text += fmt::format(" [call: {}]", r.expression);
@@ -41,7 +40,7 @@ Status finish(GpuErrorRecord r) {
     }
   }
   StatusCode code = r.status;
-  t_last = std::move(r);
+  if (t_first.code == 0) t_first = std::move(r);
   return Status(code, std::move(text));
 }
 
@@ -55,12 +54,21 @@ GpuErrorRecord make(const char* lib, int code, const char* expr, const char* fil
   return r;
 }
 
-// A cuDNN/cuBLAS execution failure may hide a sticky CUDA error underneath; look without clearing it.
-void absorb_cuda_state(GpuErrorRecord* r) {
-  cudaError_t ce = cudaPeekAtLastError();
-  if (ce != cudaSuccess && is_sticky(ce)) {
-    r->sticky = true;
-    r->message += fmt::format(" (underlying CUDA error {}: {})", cudaGetErrorName(ce), cudaGetErrorString(ce));
+// Marks `c` sticky when the context is lost underneath a failure that is not sticky itself. Failures that mean
+// there is no usable driver or device have no context to ask.
+void look_underneath(GpuErrorClass* c) {
+  if (c->sticky || c->status == StatusCode::kUnavailable) return;
+  cudaError_t lost = sticky_context_error();
+  if (lost == cudaSuccess) return;
+  c->sticky = true;
+  c->underlying = fmt::format("{}: {}", cudaGetErrorName(lost), cudaGetErrorString(lost));
+}
+
+void finish_class(GpuErrorClass* c) {
+  look_underneath(c);
+  if (c->sticky) {
+    c->status = StatusCode::kDeviceFault;
+    c->finding = "L3_STICKY_FAULT";
   }
 }
 
@@ -89,16 +97,66 @@ bool is_sticky(cudaError_t e) {
   }
 }
 
+cudaError_t sticky_context_error() {
+  cudaError_t e = cudaPeekAtLastError();
+  if (is_sticky(e)) return e;
+  // Any call into a lost context returns its sticky error; a query of the default stream is the cheapest one that
+  // reaches the context and never waits (cudaErrorNotReady only says work is in flight).
+  e = cudaStreamQuery(nullptr);
+  if (is_sticky(e)) return e;
+  if (e != cudaSuccess && e != cudaErrorNotReady) (void)cudaGetLastError();
+  return cudaSuccess;
+}
+
+GpuErrorClass classify(cudaError_t e) {
+  GpuErrorClass c;
+  c.sticky = is_sticky(e);
+  if (e == cudaErrorMemoryAllocation) {
+    c.status = StatusCode::kOutOfMemory;
+    c.finding = "L3_OUT_OF_MEMORY";
+  } else if (e == cudaErrorNoDevice || e == cudaErrorInsufficientDriver) {
+    c.status = StatusCode::kUnavailable;
+    c.finding = e == cudaErrorNoDevice ? "L1_NO_DEVICE" : "L2_DRIVER_TOO_OLD";
+  } else if (e == cudaErrorNoKernelImageForDevice || e == cudaErrorUnsupportedPtxVersion ||
+             e == cudaErrorInvalidKernelImage) {
+    c.finding = "L3_NO_KERNEL_IMAGE";
+  }
+  finish_class(&c);
+  return c;
+}
+
+GpuErrorClass classify(cudnnStatus_t s) {
+  GpuErrorClass c;
+  c.finding = "L3_CUDNN_FAILED";
+  if (s == CUDNN_STATUS_INTERNAL_ERROR_HOST_ALLOCATION_FAILED ||
+      s == CUDNN_STATUS_INTERNAL_ERROR_DEVICE_ALLOCATION_FAILED) {
+    c.status = StatusCode::kOutOfMemory;
+    c.finding = "L3_OUT_OF_MEMORY";
+  } else if (CUDNN_STATUS_CATEGORY(s) == CUDNN_STATUS_NOT_SUPPORTED) {
+    c.finding = "L3_CUDNN_NOT_SUPPORTED";
+  }
+  finish_class(&c);
+  return c;
+}
+
+GpuErrorClass classify(cublasStatus_t s) {
+  GpuErrorClass c;
+  c.finding = "L3_CUBLAS_FAILED";
+  if (s == CUBLAS_STATUS_ALLOC_FAILED) {
+    c.status = StatusCode::kOutOfMemory;
+    c.finding = "L3_OUT_OF_MEMORY";
+  }
+  finish_class(&c);
+  return c;
+}
+
 Status gpu_status(cudaError_t e, const char* expr, const char* file, int line) {
   GpuErrorRecord r = make("cuda", static_cast<int>(e), expr, file, line);
   r.name = cudaGetErrorName(e);
   r.message = cudaGetErrorString(e);
-  r.sticky = is_sticky(e);
-  if (e == cudaErrorMemoryAllocation) r.status = StatusCode::kOutOfMemory;
-  if (e == cudaErrorNoDevice || e == cudaErrorInsufficientDriver) r.status = StatusCode::kUnavailable;
   // A failed launch leaves a non-sticky error behind; clear it so the next call on this thread starts clean.
-  if (!r.sticky) (void)cudaGetLastError();
-  return finish(std::move(r));
+  if (!is_sticky(e)) (void)cudaGetLastError();
+  return finish(std::move(r), classify(e));
 }
 
 Status gpu_status(cudnnStatus_t e, const char* expr, const char* file, int line) {
@@ -107,27 +165,50 @@ Status gpu_status(cudnnStatus_t e, const char* expr, const char* file, int line)
   char buf[512] = {0};
   cudnnGetLastErrorString(buf, sizeof(buf));
   r.message = buf[0] ? buf : r.name;
-  if (e == CUDNN_STATUS_INTERNAL_ERROR_HOST_ALLOCATION_FAILED ||
-      e == CUDNN_STATUS_INTERNAL_ERROR_DEVICE_ALLOCATION_FAILED) {
-    r.status = StatusCode::kOutOfMemory;
-  }
-  if (CUDNN_STATUS_CATEGORY(e) == CUDNN_STATUS_EXECUTION_FAILED || CUDNN_STATUS_CATEGORY(e) == 4000) {
-    absorb_cuda_state(&r);
-  }
-  return finish(std::move(r));
+  return finish(std::move(r), classify(e));
 }
 
 Status gpu_status(cublasStatus_t e, const char* expr, const char* file, int line) {
   GpuErrorRecord r = make("cublas", static_cast<int>(e), expr, file, line);
   r.name = cublasGetStatusName(e);
   r.message = cublasGetStatusString(e);
-  if (e == CUBLAS_STATUS_ALLOC_FAILED) r.status = StatusCode::kOutOfMemory;
-  if (e == CUBLAS_STATUS_EXECUTION_FAILED || e == CUBLAS_STATUS_INTERNAL_ERROR) absorb_cuda_state(&r);
-  return finish(std::move(r));
+  return finish(std::move(r), classify(e));
 }
 
-GpuErrorRecord last_gpu_error() {
-  return t_last;
+Status with_context_state(Status s) {
+  // Only outcomes of device work can hide a lost context; the caller's own mistakes stay what they are.
+  const StatusCode c = s.code();
+  if (c != StatusCode::kDeviceError && c != StatusCode::kOutOfMemory && c != StatusCode::kInternal &&
+      c != StatusCode::kResourceExhausted) {
+    return s;
+  }
+  if (device_lost()) {
+    GpuErrorRecord first = first_sticky_error();
+    return Status(StatusCode::kDeviceFault,
+                  fmt::format("{}; the CUDA context of this process was lost ({} at {}:{} in '{}') [sticky: the CUDA "
+                              "context is lost; restart the worker]",
+                              s.message(), first.name, first.file, first.line, first.expression));
+  }
+  cudaError_t lost = sticky_context_error();
+  if (lost == cudaSuccess) return s;
+  Status found = gpu_status(lost, "the context's state after the failure", __FILE__, __LINE__);
+  return Status(StatusCode::kDeviceFault, s.message() + "; " + found.message());
+}
+
+void report_unreturned(const Status& s) {
+  if (s.code() == StatusCode::kDeviceFault && device_lost()) {
+    log::debug("cuda", "{}", s.message());  // the first sticky error was logged at ERROR already
+  } else {
+    log::warn("cuda", "{}", s.message());
+  }
+}
+
+void reset_gpu_errors() {
+  t_first = GpuErrorRecord{};
+}
+
+GpuErrorRecord first_gpu_error() {
+  return t_first;
 }
 
 GpuErrorRecord first_sticky_error() {

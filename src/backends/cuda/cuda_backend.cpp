@@ -3,7 +3,6 @@
 #include <dlfcn.h>
 #include <fmt/format.h>
 
-#include <cstdlib>
 #include <functional>
 
 #include "backends/cuda/check.h"
@@ -14,11 +13,6 @@
 
 namespace steadyocr::cuda {
 namespace {
-
-bool env_off(const char* name) {
-  const char* v = std::getenv(name);
-  return v && (std::string(v) == "0" || std::string(v) == "off" || std::string(v) == "false");
-}
 
 std::string library_of(const void* symbol) {
   Dl_info info;
@@ -48,9 +42,9 @@ std::string model_signature(const graph::Graph& g) {
   return fmt::format("{}:{}:{:016x}", model_role(g), g.nodes().size(), std::hash<std::string>{}(text));
 }
 
-Result<std::unique_ptr<CudaBackend>> CudaBackend::create(int device, const std::string& precision,
-                                                         size_t mem_budget_bytes) {
+Result<std::unique_ptr<CudaBackend>> CudaBackend::create(const BackendConfig& config) {
   auto st = std::make_shared<BackendState>();
+  const std::string& precision = config.precision;
   if (precision == "fp32") {
     st->precision = Precision::kF32;
   } else if (precision == "fp16") {
@@ -59,9 +53,12 @@ Result<std::unique_ptr<CudaBackend>> CudaBackend::create(int device, const std::
     return invalid_argument(fmt::format("CUDA precision '{}' is not one of fp32, fp16", precision));
   }
   st->name = "cuda-" + precision;
-  st->use_graphs = !env_off("STEADYOCR_CUDA_GRAPHS");
-  st->calibrate = !env_off("STEADYOCR_CUDA_CALIBRATE");
-  if (const char* d = std::getenv("STEADYOCR_CUDA_DEBUG_SYNC")) st->debug_sync = std::string(d) == "1";
+  st->use_graphs = config.cuda_graphs;
+  st->calibrate = config.calibrate;
+  st->debug_sync = config.debug_sync;
+  st->own_conv = config.own_conv;
+  const int device = config.device;
+  const size_t mem_budget_bytes = config.memory_budget_bytes;
   int count = 0;
   SO_GPU_CHECK(cudaGetDeviceCount(&count));
   if (device < 0 || device >= count) {
@@ -70,11 +67,11 @@ Result<std::unique_ptr<CudaBackend>> CudaBackend::create(int device, const std::
   SO_GPU_CHECK(cudaSetDevice(device));
   SO_GPU_CHECK(cudaFree(nullptr));  // creates the context now, so failures surface here
   st->device = std::make_shared<CudaDevice>(device, mem_budget_bytes);
-  // A server that will run N requests at once asks for its lanes and some mapped memory at startup
-  // (STEADYOCR_CUDA_LANES=N, set by the engine's worker): creating them on the first requests serialises those
-  // requests on the driver's and cuDNN's locks.
-  if (const char* lanes = std::getenv("STEADYOCR_CUDA_LANES"); lanes && std::atoi(lanes) > 0) {
-    const int n = std::min(std::atoi(lanes), 256);
+  // A server that will run N requests at once asks for its lanes and some mapped memory at startup (the worker
+  // passes config.lanes): creating them on the first requests serialises those requests on the driver's and
+  // cuDNN's locks.
+  if (config.lanes > 0) {
+    const int n = std::min(config.lanes, 256);
     // Fewer lanes only cost speed: the first runs make the missing ones.
     if (Status s = st->device->reserve_lanes(n); !s.is_ok()) {
       log::warn("cuda", "could not prepare {} execution lanes at start ({}); runs create them as needed", n,
@@ -94,17 +91,17 @@ Result<std::unique_ptr<CudaBackend>> CudaBackend::create(int device, const std::
   di.memory_bytes = static_cast<int64_t>(prop.totalGlobalMem);
   di.compute_capability = fmt::format("{}.{}", prop.major, prop.minor);
   int drv = 0, rt = 0;
-  cudaDriverGetVersion(&drv);
-  cudaRuntimeGetVersion(&rt);
+  SO_GPU_CHECK(cudaDriverGetVersion(&drv));
+  SO_GPU_CHECK(cudaRuntimeGetVersion(&rt));
   di.driver_version = fmt::format("CUDA {}.{}", drv / 1000, (drv % 1000) / 10);
   di.libraries["cudart"] = fmt::format("{}.{} (static)", rt / 1000, (rt % 1000) / 10);
   size_t cv = cudnnGetVersion();
   di.libraries["cudnn"] = fmt::format("{}.{}.{} ({})", cv / 10000, (cv % 10000) / 100, cv % 100,
                                       library_of(reinterpret_cast<const void*>(&cudnnGetVersion)));
   int maj = 0, min = 0, pat = 0;
-  cublasGetProperty(MAJOR_VERSION, &maj);
-  cublasGetProperty(MINOR_VERSION, &min);
-  cublasGetProperty(PATCH_LEVEL, &pat);
+  SO_GPU_CHECK(cublasGetProperty(MAJOR_VERSION, &maj));
+  SO_GPU_CHECK(cublasGetProperty(MINOR_VERSION, &min));
+  SO_GPU_CHECK(cublasGetProperty(PATCH_LEVEL, &pat));
   di.libraries["cublas"] =
       fmt::format("{}.{}.{} ({})", maj, min, pat, library_of(reinterpret_cast<const void*>(&cublasGetProperty)));
   if (mem_budget_bytes) di.libraries["memory_budget"] = fmt::format("{} MiB", mem_budget_bytes >> 20);

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "backends/backend.h"
+#include "backends/cuda/backend_config.h"
 #include "backends/cuda/device.h"
 #include "backends/cuda/plan_builder.h"
 
@@ -21,15 +22,16 @@ struct BackendState {
   std::string name;  // "cuda-fp32" / "cuda-fp16"
   bool use_graphs = true;
   bool calibrate = true;    // reduced precision: verify per layer on the first real input of each model
-  bool debug_sync = false;  // STEADYOCR_CUDA_DEBUG_SYNC=1: synchronise and check after every step
+  bool debug_sync = false;  // synchronise and check after every step (BackendConfig::debug_sync)
+  bool own_conv = true;     // depthwise/pointwise convolutions without cuDNN (BackendConfig::own_conv)
   std::mutex mu;
   std::map<std::string, std::set<std::string>> f32_nodes;  // model signature -> nodes kept in fp32
 };
 
 class CudaBackend final : public Backend {
  public:
-  // Creates the backend for `device` ("fp32" or "fp16"); mem_budget_bytes 0 = no budget.
-  static Result<std::unique_ptr<CudaBackend>> create(int device, const std::string& precision, size_t mem_budget_bytes);
+  // Creates the backend as `config` says (device, precision, budget, lanes made now, debug switches).
+  static Result<std::unique_ptr<CudaBackend>> create(const BackendConfig& config);
   std::string name() const override { return state_->name; }
   DeviceInfo device_info() const override;
   bool supports(const graph::Node& node) const override;

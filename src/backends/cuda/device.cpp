@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "backends/cuda/check.h"
+#include "core/half.h"
 #include "core/log.h"
 #include "core/metrics.h"
 #include "core/timer.h"
@@ -48,58 +49,18 @@ uint64_t hash_bytes(const void* data, size_t n) {
   return mix(r);
 }
 
+// Releases what a lane holds (any part may be missing when its creation failed half-way).
+void destroy_lane(Lane* lane) {
+  if (lane->cudnn) SO_GPU_TRY(cudnnDestroy(lane->cudnn));
+  if (lane->cublas) SO_GPU_TRY(cublasDestroy(lane->cublas));
+  for (auto& e : lane->events) {
+    if (e) SO_GPU_TRY(cudaEventDestroy(e));
+  }
+  if (lane->stream) SO_GPU_TRY(cudaStreamDestroy(lane->stream));
+  *lane = Lane{};
+}
+
 }  // namespace
-
-uint16_t float_to_half(float f) {
-  uint32_t x;
-  std::memcpy(&x, &f, 4);
-  uint32_t sign = (x >> 16) & 0x8000u;
-  uint32_t mant = x & 0x7fffffu;
-  int32_t exp = static_cast<int32_t>((x >> 23) & 0xffu);
-  if (exp == 0xff) return static_cast<uint16_t>(sign | 0x7c00u | (mant ? 0x200u : 0u));  // inf / nan
-  int32_t e = exp - 127 + 15;
-  if (e >= 0x1f) return static_cast<uint16_t>(sign | 0x7c00u);  // overflow -> inf
-  if (e <= 0) {                                                 // subnormal or zero
-    if (e < -10) return static_cast<uint16_t>(sign);
-    mant |= 0x800000u;
-    uint32_t shift = static_cast<uint32_t>(14 - e);
-    uint32_t half_mant = mant >> shift;
-    uint32_t rem = mant & ((1u << shift) - 1u);
-    uint32_t halfway = 1u << (shift - 1);
-    if (rem > halfway || (rem == halfway && (half_mant & 1u))) ++half_mant;
-    return static_cast<uint16_t>(sign | half_mant);
-  }
-  uint32_t h = sign | (static_cast<uint32_t>(e) << 10) | (mant >> 13);
-  uint32_t rem = mant & 0x1fffu;
-  if (rem > 0x1000u || (rem == 0x1000u && (h & 1u))) ++h;  // may carry into the exponent: still correct
-  return static_cast<uint16_t>(h);
-}
-
-float half_to_float(uint16_t h) {
-  uint32_t sign = (h & 0x8000u) << 16;
-  uint32_t exp = (h >> 10) & 0x1fu;
-  uint32_t mant = h & 0x3ffu;
-  uint32_t x;
-  if (exp == 0) {
-    if (mant == 0) {
-      x = sign;
-    } else {
-      int e = -1;
-      do {
-        ++e;
-        mant <<= 1;
-      } while ((mant & 0x400u) == 0);
-      x = sign | (static_cast<uint32_t>(127 - 15 - e) << 23) | ((mant & 0x3ffu) << 13);
-    }
-  } else if (exp == 0x1f) {
-    x = sign | 0x7f800000u | (mant << 13);
-  } else {
-    x = sign | ((exp + 127 - 15) << 23) | (mant << 13);
-  }
-  float f;
-  std::memcpy(&f, &x, 4);
-  return f;
-}
 
 // ---- DevicePool ------------------------------------------------------------------------------------------------
 
@@ -123,7 +84,7 @@ DevicePool::DevicePool(int device, size_t budget_bytes) : device_(device), budge
     uint64_t keep = UINT64_MAX;  // the pool keeps what it mapped; our cache and budget decide what is used
     if (cudaDeviceGetDefaultMemPool(&mp, device) != cudaSuccess ||
         cudaMemPoolSetAttribute(mp, cudaMemPoolAttrReleaseThreshold, &keep) != cudaSuccess) {
-      cudaStreamDestroy(alloc_stream_);
+      SO_GPU_TRY(cudaStreamDestroy(alloc_stream_));
       alloc_stream_ = nullptr;
     }
   }
@@ -132,7 +93,7 @@ DevicePool::DevicePool(int device, size_t budget_bytes) : device_(device), budge
 
 DevicePool::~DevicePool() {
   trim();
-  if (alloc_stream_) cudaStreamDestroy(alloc_stream_);
+  if (alloc_stream_) SO_GPU_TRY(cudaStreamDestroy(alloc_stream_));
 }
 
 cudaError_t DevicePool::device_malloc(void** p, size_t bytes) {
@@ -145,11 +106,10 @@ cudaError_t DevicePool::device_malloc(void** p, size_t bytes) {
 void DevicePool::device_free(void* p) {
   // Blocks reach here only when no run uses them (runs are synchronous): no wait for other streams is needed.
   if (!alloc_stream_) {
-    cudaFree(p);
+    SO_GPU_TRY(cudaFree(p));
     return;
   }
-  cudaFreeAsync(p, alloc_stream_);
-  cudaStreamSynchronize(alloc_stream_);
+  if (SO_GPU_TRY(cudaFreeAsync(p, alloc_stream_))) SO_GPU_TRY(cudaStreamSynchronize(alloc_stream_));
 }
 
 void DevicePool::prewarm(size_t bytes) {
@@ -197,8 +157,12 @@ Result<DeviceMemoryPtr> DevicePool::allocate(size_t bytes, const std::string& wh
   lock.unlock();
   void* p = nullptr;
   Stopwatch sw;
-  cudaSetDevice(device_);
-  cudaError_t e = device_malloc(&p, want);
+  const char* call = "cudaSetDevice(device_)";
+  cudaError_t e = cudaSetDevice(device_);
+  if (e == cudaSuccess) {
+    call = "cudaMalloc(&p, want)";
+    e = device_malloc(&p, want);
+  }
   metrics::inc("steadyocr_cuda_malloc_ms_total", {}, sw.elapsed_ms());
   metrics::inc("steadyocr_cuda_mallocs_total", {});
   lock.lock();
@@ -213,7 +177,7 @@ Result<DeviceMemoryPtr> DevicePool::allocate(size_t bytes, const std::string& wh
     in_use_ -= want;
     publish_locked();
     lock.unlock();
-    Status s = gpu_status(e, "cudaMalloc(&p, want)", __FILE__, __LINE__);
+    Status s = gpu_status(e, call, __FILE__, __LINE__);
     return Status(s.code(), fmt::format("allocating {:.1f} MiB for {}: {}", want / 1048576.0, what, s.message()));
   }
   publish_locked();
@@ -270,16 +234,9 @@ CudaDevice::CudaDevice(int device, size_t budget_bytes)
     : device_(device), pool_(std::make_shared<DevicePool>(device, budget_bytes)) {}
 
 CudaDevice::~CudaDevice() {
-  cudaSetDevice(device_);
-  for (auto& h : free_handles_) {
-    if (h.cudnn) cudnnDestroy(h.cudnn);
-    if (h.cublas) cublasDestroy(h.cublas);
-    for (auto& e : h.events) {
-      if (e) cudaEventDestroy(e);
-    }
-    if (h.stream) cudaStreamDestroy(h.stream);
-  }
-  free_handles_.clear();
+  SO_GPU_TRY(cudaSetDevice(device_));
+  for (auto& lane : free_lanes_) destroy_lane(&lane);
+  free_lanes_.clear();
   weights_.clear();
 }
 
@@ -329,79 +286,75 @@ Result<DeviceMemoryPtr> CudaDevice::weight_floats(const std::vector<float>& v) {
   return weight(Tensor::from_floats({static_cast<int64_t>(v.size())}, v), DType::kF32);
 }
 
-Result<Handles> CudaDevice::acquire_handles() {
+Result<Lane> CudaDevice::acquire_lane() {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (!free_handles_.empty()) {
-      Handles h = std::move(free_handles_.back());
-      free_handles_.pop_back();
-      return h;
+    if (!free_lanes_.empty()) {
+      Lane lane = std::move(free_lanes_.back());
+      free_lanes_.pop_back();
+      return lane;
     }
   }
   Stopwatch created;
-  Handles h;
-  auto destroy = [](Handles& x) {
-    if (x.cudnn) cudnnDestroy(x.cudnn);
-    if (x.cublas) cublasDestroy(x.cublas);
-    for (auto& e : x.events) {
-      if (e) cudaEventDestroy(e);
-    }
-    if (x.stream) cudaStreamDestroy(x.stream);
-    x = Handles{};
-  };
+  Lane lane;
   auto fail = [&](Status s) {
-    destroy(h);
+    destroy_lane(&lane);
     return s;
   };
   SO_GPU_CHECK(cudaSetDevice(device_));
-  cudaError_t ce = cudaStreamCreateWithFlags(&h.stream, cudaStreamNonBlocking);
+  cudaError_t ce = cudaStreamCreateWithFlags(&lane.stream, cudaStreamNonBlocking);
   if (ce != cudaSuccess) return fail(gpu_status(ce, "cudaStreamCreateWithFlags", __FILE__, __LINE__));
-  for (auto& e : h.events) {
+  for (auto& e : lane.events) {
     ce = cudaEventCreate(&e);
     if (ce != cudaSuccess) return fail(gpu_status(ce, "cudaEventCreate", __FILE__, __LINE__));
   }
-  cudnnStatus_t ds = cudnnCreate(&h.cudnn);
-  if (ds != CUDNN_STATUS_SUCCESS) return fail(gpu_status(ds, "cudnnCreate(&h.cudnn)", __FILE__, __LINE__));
-  cublasStatus_t cs = cublasCreate(&h.cublas);
-  if (cs != CUBLAS_STATUS_SUCCESS) return fail(gpu_status(cs, "cublasCreate(&h.cublas)", __FILE__, __LINE__));
+  cudnnStatus_t ds = cudnnCreate(&lane.cudnn);
+  if (ds != CUDNN_STATUS_SUCCESS) return fail(gpu_status(ds, "cudnnCreate(&lane.cudnn)", __FILE__, __LINE__));
+  cublasStatus_t cs = cublasCreate(&lane.cublas);
+  if (cs != CUBLAS_STATUS_SUCCESS) return fail(gpu_status(cs, "cublasCreate(&lane.cublas)", __FILE__, __LINE__));
   auto ws = pool_->allocate(kCublasWorkspace, "cuBLAS workspace");
   if (!ws.is_ok()) return fail(ws.status());
-  h.cublas_workspace = std::move(ws).value();
-  ds = cudnnSetStream(h.cudnn, h.stream);
+  lane.cublas_workspace = std::move(ws).value();
+  ds = cudnnSetStream(lane.cudnn, lane.stream);
   if (ds != CUDNN_STATUS_SUCCESS) return fail(gpu_status(ds, "cudnnSetStream", __FILE__, __LINE__));
   // cublasSetStream resets the workspace to cuBLAS's own pool, so the workspace is set after it.
-  cs = cublasSetStream(h.cublas, h.stream);
+  cs = cublasSetStream(lane.cublas, lane.stream);
   if (cs == CUBLAS_STATUS_SUCCESS)
-    cs = cublasSetWorkspace(h.cublas, h.cublas_workspace->ptr, h.cublas_workspace->bytes);
+    cs = cublasSetWorkspace(lane.cublas, lane.cublas_workspace->ptr, lane.cublas_workspace->bytes);
   if (cs != CUBLAS_STATUS_SUCCESS)
     return fail(gpu_status(cs, "cublasSetStream/cublasSetWorkspace", __FILE__, __LINE__));
   metrics::inc("steadyocr_cuda_lanes_created_total", {});
   metrics::inc("steadyocr_cuda_lane_create_ms_total", {}, created.elapsed_ms());
-  return h;
+  return lane;
 }
 
 Status CudaDevice::reserve_lanes(int n) {
-  std::vector<Handles> made;
+  std::vector<Lane> made;
   for (;;) {
     {
       std::lock_guard<std::mutex> lock(mu_);
-      if (static_cast<int>(free_handles_.size() + made.size()) >= n) break;
+      if (static_cast<int>(free_lanes_.size() + made.size()) >= n) break;
     }
-    auto h = acquire_handles();
-    if (!h.is_ok()) {
-      for (auto& m : made) release_handles(std::move(m));
-      return h.status();
+    auto lane = acquire_lane();
+    if (!lane.is_ok()) {
+      for (auto& m : made) release_lane(std::move(m));
+      return lane.status();
     }
-    made.push_back(std::move(h).value());
+    made.push_back(std::move(lane).value());
   }
-  for (auto& m : made) release_handles(std::move(m));
+  for (auto& m : made) release_lane(std::move(m));
   return Status::ok();
 }
 
-void CudaDevice::release_handles(Handles h) {
-  if (!h.cudnn) return;
+void CudaDevice::release_lane(Lane lane) {
+  if (!lane.cudnn) return;
   std::lock_guard<std::mutex> lock(mu_);
-  free_handles_.push_back(std::move(h));
+  free_lanes_.push_back(std::move(lane));
+}
+
+void CudaDevice::discard_lane(Lane lane) {
+  SO_GPU_TRY(cudaSetDevice(device_));
+  destroy_lane(&lane);
 }
 
 bool CudaDevice::find_algo(const ConvAlgoKey& key, ConvAlgoChoice* out) const {
@@ -429,7 +382,7 @@ void CudaDevice::store_algo(const ConvAlgoKey& key, const std::string& family, c
 // ---- PinnedPool ------------------------------------------------------------------------------------------------
 
 PinnedPool::~PinnedPool() {
-  for (auto& [sz, p] : free_) cudaFreeHost(p);
+  for (auto& [sz, p] : free_) SO_GPU_TRY(cudaFreeHost(p));
 }
 
 Result<PinnedPtr> PinnedPool::get(size_t bytes) {
@@ -467,7 +420,7 @@ void PinnedPool::give_back(PinnedBuffer* b) {
       b->ptr = nullptr;
     }
   }
-  if (b->ptr) cudaFreeHost(b->ptr);
+  if (b->ptr) SO_GPU_TRY(cudaFreeHost(b->ptr));
   delete b;
 }
 

@@ -1,5 +1,5 @@
 // Per-device state shared by every plan of one backend: the memory pool (with the configured budget), the weight
-// cache, the handle pool and the convolution algorithm cache. All of it is thread-safe.
+// cache, the pool of execution lanes and the convolution algorithm cache. All of it is thread-safe.
 #pragma once
 
 #include <cublas_v2.h>
@@ -88,7 +88,7 @@ class PinnedPool : public std::enable_shared_from_this<PinnedPool> {
 // An execution lane: a stream with its cuDNN and cuBLAS handles bound to it, a cuBLAS workspace and timing events.
 // Leased for one run (or one plan build) at a time and pooled by the device: creating them costs tens of ms under
 // contention, so they are never made per shape. As many exist as runs were ever in flight at once.
-struct Handles {
+struct Lane {
   cudnnHandle_t cudnn = nullptr;
   cublasHandle_t cublas = nullptr;
   DeviceMemoryPtr cublas_workspace;
@@ -120,8 +120,11 @@ class CudaDevice {
   Result<DeviceMemoryPtr> weight(const Tensor& t, DType dt);
   Result<DeviceMemoryPtr> weight_floats(const std::vector<float>& v);
 
-  Result<Handles> acquire_handles();
-  void release_handles(Handles h);
+  // Leases a lane (a free one, else a new one); give it back with release_lane, or discard_lane when its state is
+  // no longer the pool's (a cuBLAS workspace that could not be restored).
+  Result<Lane> acquire_lane();
+  void release_lane(Lane lane);
+  void discard_lane(Lane lane);
   // Creates lanes up to `n` now (startup), so that concurrent first runs do not create them on the request's time.
   Status reserve_lanes(int n);
 
@@ -139,13 +142,9 @@ class CudaDevice {
   mutable std::mutex mu_;
   std::map<std::string, DeviceMemoryPtr> weights_;
   size_t weight_bytes_ = 0;
-  std::vector<Handles> free_handles_;
+  std::vector<Lane> free_lanes_;
   std::map<ConvAlgoKey, ConvAlgoChoice> algos_;
   std::map<std::string, ConvAlgoChoice> algo_families_;
 };
-
-// Host-side float <-> half conversion (round to nearest even), for weights.
-uint16_t float_to_half(float f);
-float half_to_float(uint16_t h);
 
 }  // namespace steadyocr::cuda

@@ -22,9 +22,13 @@ json Outcome::to_json() const {
   return {{"status", status}, {"code", code}, {"summary", summary}, {"evidence", evidence}};
 }
 
+namespace {
+// The faults of the check running on this thread (its args' "faults").
+thread_local std::string t_faults;
+}  // namespace
+
 bool fault(const std::string& name) {
-  const char* env = std::getenv(STEADYOCR_DOCTOR_FAULT_ENV);
-  return env && ("," + std::string(env) + ",").find("," + name + ",") != std::string::npos;
+  return !t_faults.empty() && ("," + t_faults + ",").find("," + name + ",") != std::string::npos;
 }
 
 std::string error_text(cudaError_t e) {
@@ -37,45 +41,35 @@ std::string error_text(cublasStatus_t s) {
   return fmt::format("{} ({})", cublasGetStatusName(s), static_cast<int>(s));
 }
 
-Outcome cuda_failure(cudaError_t e, const std::string& what, json evidence) {
+namespace {
+
+// A failed call as a check's finding, classified like every other failure in the plugin (check.h).
+Outcome failure(const GpuErrorClass& c, std::string error, json evidence) {
   Outcome o;
   o.status = "fail";
-  evidence["error"] = what + ": " + error_text(e);
-  evidence["error_code"] = static_cast<int>(e);
-  evidence["sticky"] = is_sticky(e);
-  if (is_sticky(e)) {
-    o.code = "L3_STICKY_FAULT";
-  } else if (e == cudaErrorNoKernelImageForDevice || e == cudaErrorUnsupportedPtxVersion ||
-             e == cudaErrorInvalidKernelImage) {
-    o.code = "L3_NO_KERNEL_IMAGE";
-  } else if (e == cudaErrorMemoryAllocation) {
-    o.code = "L3_OUT_OF_MEMORY";
-  } else {
-    o.code = "L3_CUDA_ERROR";
-  }
-  o.summary = evidence["error"].get<std::string>();
+  // A missing device or an old driver is named by layers 1-2; a layer-3 check meeting one reports its failed call.
+  o.code = c.status == StatusCode::kUnavailable ? "L3_CUDA_ERROR" : c.finding;
+  evidence["sticky"] = c.sticky;
+  if (!c.underlying.empty()) error += " (the context is lost underneath: " + c.underlying + ")";
+  evidence["error"] = error;
+  o.summary = error;
   o.evidence = std::move(evidence);
   return o;
+}
+
+}  // namespace
+
+Outcome cuda_failure(cudaError_t e, const std::string& what, json evidence) {
+  evidence["error_code"] = static_cast<int>(e);
+  return failure(classify(e), what + ": " + error_text(e), std::move(evidence));
 }
 
 Outcome cudnn_failure(cudnnStatus_t s, const std::string& what, json evidence) {
-  Outcome o;
-  o.status = "fail";
-  o.code = s == CUDNN_STATUS_NOT_SUPPORTED ? "L3_CUDNN_NOT_SUPPORTED" : "L3_CUDNN_FAILED";
-  evidence["error"] = what + ": " + error_text(s);
-  o.summary = evidence["error"].get<std::string>();
-  o.evidence = std::move(evidence);
-  return o;
+  return failure(classify(s), what + ": " + error_text(s), std::move(evidence));
 }
 
 Outcome cublas_failure(cublasStatus_t s, const std::string& what, json evidence) {
-  Outcome o;
-  o.status = "fail";
-  o.code = "L3_CUBLAS_FAILED";
-  evidence["error"] = what + ": " + error_text(s);
-  o.summary = evidence["error"].get<std::string>();
-  o.evidence = std::move(evidence);
-  return o;
+  return failure(classify(s), what + ": " + error_text(s), std::move(evidence));
 }
 
 cudaError_t use_device(int device, json* evidence) {
@@ -160,11 +154,11 @@ std::vector<float> conv_reference(const ConvShape& p, const std::vector<float>& 
 }
 
 DeviceBuffer::~DeviceBuffer() {
-  if (ptr_) cudaFree(ptr_);
+  if (ptr_) SO_GPU_TRY(cudaFree(ptr_));
 }
 
 cudaError_t DeviceBuffer::allocate(size_t bytes) {
-  if (ptr_) cudaFree(ptr_);
+  if (ptr_) SO_GPU_TRY(cudaFree(ptr_));
   ptr_ = nullptr;
   bytes_ = bytes;
   return cudaMalloc(&ptr_, bytes);
@@ -187,8 +181,9 @@ Outcome check_kernel_image(const json& args) {
   DeviceBuffer dx, dy;
   if ((e = dx.allocate(kN * sizeof(float))) != cudaSuccess) return cuda_failure(e, "cudaMalloc", ev);
   if ((e = dy.allocate(kN * sizeof(float))) != cudaSuccess) return cuda_failure(e, "cudaMalloc", ev);
-  cudaMemcpy(dx.as<float>(), x.data(), kN * sizeof(float), cudaMemcpyHostToDevice);
-  cudaMemcpy(dy.as<float>(), y.data(), kN * sizeof(float), cudaMemcpyHostToDevice);
+  if ((e = cudaMemcpy(dx.as<float>(), x.data(), kN * sizeof(float), cudaMemcpyHostToDevice)) != cudaSuccess ||
+      (e = cudaMemcpy(dy.as<float>(), y.data(), kN * sizeof(float), cudaMemcpyHostToDevice)) != cudaSuccess)
+    return cuda_failure(e, "cudaMemcpy to the device", ev);
   if (fault("illegal_address")) {
     // A real sticky fault: a write to an address no allocation covers.
     if ((e = k::launch_illegal_address(nullptr)) == cudaSuccess) e = cudaDeviceSynchronize();
@@ -286,6 +281,7 @@ extern "C" int so_run_check(const char* name, const char* args_json, char* resul
     rc = 1;
   } else {
     try {
+      t_faults = args.contains("faults") && args["faults"].is_string() ? args["faults"].get<std::string>() : "";
       if (check == "kernel_image")
         o = check_kernel_image(args);
       else if (check == "cudnn_conv")
@@ -311,7 +307,13 @@ extern "C" int so_run_check(const char* name, const char* args_json, char* resul
       o.code = "DOCTOR_CHECK_FAILED_TO_RUN";
       o.summary = std::string("run_check: exception: ") + ex.what();
       rc = 1;
+    } catch (...) {
+      o.status = "skipped";
+      o.code = "DOCTOR_CHECK_FAILED_TO_RUN";
+      o.summary = "run_check: unknown exception";
+      rc = 1;
     }
+    t_faults.clear();
   }
   if (o.code == "DOCTOR_CHECK_FAILED_TO_RUN") o.evidence["error"] = o.summary;
   std::string text = o.to_json().dump(-1, ' ', false, json::error_handler_t::replace);

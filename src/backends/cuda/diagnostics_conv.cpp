@@ -6,6 +6,7 @@
 #include <cmath>
 #include <memory>
 
+#include "backends/cuda/check.h"
 #include "backends/cuda/diagnostics_kernels.h"
 #include "backends/cuda/diagnostics_util.h"
 
@@ -22,11 +23,11 @@ struct CudnnConv {
   cudnnFilterDescriptor_t w = nullptr;
   cudnnConvolutionDescriptor_t conv = nullptr;
   ~CudnnConv() {
-    if (conv) cudnnDestroyConvolutionDescriptor(conv);
-    if (w) cudnnDestroyFilterDescriptor(w);
-    if (y) cudnnDestroyTensorDescriptor(y);
-    if (x) cudnnDestroyTensorDescriptor(x);
-    if (handle) cudnnDestroy(handle);
+    if (conv) SO_GPU_TRY(cudnnDestroyConvolutionDescriptor(conv));
+    if (w) SO_GPU_TRY(cudnnDestroyFilterDescriptor(w));
+    if (y) SO_GPU_TRY(cudnnDestroyTensorDescriptor(y));
+    if (x) SO_GPU_TRY(cudnnDestroyTensorDescriptor(x));
+    if (handle) SO_GPU_TRY(cudnnDestroy(handle));
   }
 };
 
@@ -180,7 +181,8 @@ Outcome check_fp16(const json& args) {
   cublasHandle_t handle = nullptr;
   cublasStatus_t st = cublasCreate(&handle);
   if (st != CUBLAS_STATUS_SUCCESS) return cublas_failure(st, "cublasCreate", ev);
-  std::unique_ptr<cublasContext, decltype(&cublasDestroy)> guard(handle, &cublasDestroy);
+  auto destroy = [](cublasContext* h) { SO_GPU_TRY(cublasDestroy(h)); };
+  std::unique_ptr<cublasContext, decltype(destroy)> guard(handle, destroy);
   float alpha = 1.f, beta = 0.f;
   st = cublasGemmEx(handle, CUBLAS_OP_N, CUBLAS_OP_N, kDim, kDim, kDim, &alpha, ha.as<void>(), CUDA_R_16F, kDim,
                     hb.as<void>(), CUDA_R_16F, kDim, &beta, hc.as<void>(), CUDA_R_16F, kDim, CUBLAS_COMPUTE_32F,

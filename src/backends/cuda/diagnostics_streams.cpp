@@ -45,7 +45,7 @@ void worker(std::shared_ptr<Workers> st, int id, int device, int iterations, int
   st->enter(id, "creating its stream");
   cudaError_t e = cudaSetDevice(device);
   if (e == cudaSuccess) e = cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
-  if (e != cudaSuccess) fail("stream: " + error_text(e), is_sticky(e) ? "L3_STICKY_FAULT" : "L4_STREAM_ERROR");
+  if (e != cudaSuccess) fail("stream: " + error_text(e), classify(e).sticky ? "L3_STICKY_FAULT" : "L4_STREAM_ERROR");
   constexpr int kN = 1 << 20;
   DeviceBuffer x, y, flag;
   if (error.empty() &&
@@ -54,25 +54,29 @@ void worker(std::shared_ptr<Workers> st, int id, int device, int iterations, int
     fail("cudaMalloc: " + error_text(e), "L4_STREAM_ERROR");
   if (error.empty()) {
     std::vector<float> ones(kN, 1.f);
-    cudaMemcpyAsync(x.as<float>(), ones.data(), kN * sizeof(float), cudaMemcpyHostToDevice, stream);
-    cudaMemsetAsync(y.as<float>(), 0, kN * sizeof(float), stream);
-    cudaMemsetAsync(flag.as<int>(), 0, sizeof(int), stream);
-    cudaStreamSynchronize(stream);
+    e = cudaMemcpyAsync(x.as<float>(), ones.data(), kN * sizeof(float), cudaMemcpyHostToDevice, stream);
+    if (e == cudaSuccess) e = cudaMemsetAsync(y.as<float>(), 0, kN * sizeof(float), stream);
+    if (e == cudaSuccess) e = cudaMemsetAsync(flag.as<int>(), 0, sizeof(int), stream);
+    if (e == cudaSuccess) e = cudaStreamSynchronize(stream);
     // Fault: a kernel that spins (bounded) so this stream never drains before the watchdog fires.
     st->enter(id, "kernels on its own stream, then cudaStreamSynchronize");
-    if (id == 0 && hang_ms > 0) e = k::launch_spin(flag.as<int>(), static_cast<uint64_t>(hang_ms), stream);
+    if (e == cudaSuccess && id == 0 && hang_ms > 0) {
+      e = k::launch_spin(flag.as<int>(), static_cast<uint64_t>(hang_ms), stream);
+    }
     for (int i = 0; i < iterations && e == cudaSuccess; ++i)
       e = launch_axpy(1.f, x.as<float>(), y.as<float>(), kN, stream);
     if (e == cudaSuccess) e = cudaStreamSynchronize(stream);
     if (e != cudaSuccess)
-      fail("axpy on the worker's stream: " + error_text(e), is_sticky(e) ? "L3_STICKY_FAULT" : "L4_STREAM_ERROR");
+      fail("axpy on the worker's stream: " + error_text(e), classify(e).sticky ? "L3_STICKY_FAULT" : "L4_STREAM_ERROR");
   }
   if (error.empty()) {
     std::vector<float> got(kN);
-    cudaMemcpy(got.data(), y.as<float>(), kN * sizeof(float), cudaMemcpyDeviceToHost);
+    e = cudaMemcpy(got.data(), y.as<float>(), kN * sizeof(float), cudaMemcpyDeviceToHost);
     int wrong = 0;
-    for (int i = 0; i < kN; i += 997) wrong += got[i] != static_cast<float>(iterations);
-    if (wrong)
+    for (int i = 0; e == cudaSuccess && i < kN; i += 997) wrong += got[i] != static_cast<float>(iterations);
+    if (e != cudaSuccess)
+      fail("reading the axpy result: " + error_text(e), classify(e).sticky ? "L3_STICKY_FAULT" : "L4_STREAM_ERROR");
+    else if (wrong)
       fail(fmt::format("axpy result wrong in {} sampled elements (expected {})", wrong, iterations),
            "L4_CONCURRENCY_MISMATCH");
   }
@@ -93,7 +97,7 @@ void worker(std::shared_ptr<Workers> st, int id, int device, int iterations, int
     }
   }
   st->enter(id, "releasing its stream and buffers");
-  if (stream) cudaStreamDestroy(stream);
+  if (stream) SO_GPU_TRY(cudaStreamDestroy(stream));
   std::lock_guard<std::mutex> lock(st->mu);
   st->errors[id] = error;
   st->error_codes[id] = code;
@@ -201,14 +205,14 @@ Outcome check_memory(const json& args) {
     if (o.status != "pass") return o;
   }
   size_t free0 = 0, free1 = 0, total = 0;
-  cudaDeviceSynchronize();
-  cudaMemGetInfo(&free0, &total);
+  if ((e = cudaDeviceSynchronize()) != cudaSuccess || (e = cudaMemGetInfo(&free0, &total)) != cudaSuccess)
+    return cuda_failure(e, "free memory before the rounds", ev);
   for (int i = 0; i < iterations; ++i) {
     Outcome o = round(true);
     if (o.status != "pass") return o;
   }
-  cudaDeviceSynchronize();
-  cudaMemGetInfo(&free1, &total);
+  if ((e = cudaDeviceSynchronize()) != cudaSuccess || (e = cudaMemGetInfo(&free1, &total)) != cudaSuccess)
+    return cuda_failure(e, "free memory after the rounds", ev);
   int64_t growth_mib = (static_cast<int64_t>(free0) - static_cast<int64_t>(free1)) >> 20;
   ev["iterations"] = iterations;
   ev["free_before_mib"] = free0 >> 20;

@@ -24,7 +24,8 @@ struct Outcome {
   json to_json() const;
 };
 
-// Whether STEADYOCR_DOCTOR_FAULT (comma-separated) names `fault`.
+// Whether the running check's args name `fault` in "faults" (comma-separated; the doctor passes its
+// STEADYOCR_DOCTOR_FAULT / --inject there: the plugin reads no environment).
 bool fault(const std::string& name);
 
 std::string error_text(cudaError_t e);  // "cudaErrorNoDevice (100): no CUDA-capable device is detected"

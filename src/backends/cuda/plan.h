@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/cuda/check.h"
 #include "backends/cuda/kernels/kernels.h"
 #include "core/status.h"
 #include "core/tensor.h"
@@ -41,16 +42,18 @@ struct Bindings {
   void* ptr(const BufRef& r) const { return r.valid() ? bases[r.buf] + r.offset : nullptr; }
 };
 
-// Per-run state handed to each step. Fault flags make the next matching call fail as the real error would.
+// Per-run state handed to each step (the leased lane's stream and handles, the plan's cuDNN workspace).
 struct ExecContext {
   cudaStream_t stream = nullptr;
   cudnnHandle_t cudnn = nullptr;
   cublasHandle_t cublas = nullptr;
   void* workspace = nullptr;  // cuDNN workspace (sized by the plan)
   size_t workspace_bytes = 0;
-  mutable bool inject_no_kernel_image = false;
-  mutable bool inject_cudnn_not_supported = false;
 };
+
+// The libraries a step calls when it is enqueued (bits of Step::calls()): the step runner's fault hook fails the
+// first step that calls the library an injected fault belongs to.
+enum StepCalls : unsigned { kCallsOwnKernels = 1u << 0, kCallsCudnn = 1u << 1, kCallsCublas = 1u << 2 };
 
 // An elementwise program before binding: inputs broadcast into the output index space `shape`.
 struct EwProgram {
@@ -81,6 +84,8 @@ class Step {
   virtual Status bind(const Bindings& b) = 0;
   // Logical buffers read and written (for liveness).
   virtual void collect(std::vector<BufRef>* reads, std::vector<BufRef>* writes) const = 0;
+  // The libraries enqueue() calls (StepCalls bits), known once the step is bound.
+  virtual unsigned calls() const = 0;
   // The elementwise program this step ends with (elementwise steps, conv epilogues); null otherwise.
   virtual EwProgram* program() { return nullptr; }
   // Whether the step's program may be empty (a conv with nothing to add after it).
@@ -94,6 +99,7 @@ class EwStep : public Step {
   Status enqueue(const ExecContext& ctx) const override;
   Status bind(const Bindings& b) override { return prog_.to_params(b, &params_); }
   void collect(std::vector<BufRef>* reads, std::vector<BufRef>* writes) const override;
+  unsigned calls() const override { return kCallsOwnKernels; }
   EwProgram* program() override { return &prog_; }
 
  private:
@@ -101,8 +107,7 @@ class EwStep : public Step {
   k::EwParams params_;
 };
 
-// Launch of an own kernel, checked through the one macro, with the injected no-kernel-image fault applied.
-Status check_launch(const ExecContext& ctx, cudaError_t e, const char* expr, const char* file, int line);
-#define SO_LAUNCH(ctx, expr) RETURN_IF_ERROR(::steadyocr::cuda::check_launch((ctx), (expr), #expr, __FILE__, __LINE__))
+// Launch of an own kernel (k::launch_* returns the launch's cudaError_t), checked through the one macro.
+#define SO_LAUNCH(expr) SO_GPU_CHECK(expr)
 
 }  // namespace steadyocr::cuda

@@ -21,6 +21,7 @@ struct PlanOptions {
   Precision precision = Precision::kF32;
   std::set<std::string> force_f32;  // nodes kept in fp32 (by name), from the calibration
   bool keep_all = false;            // no buffer reuse, no fusion: every value readable after a run (calibration)
+  bool own_conv = true;             // depthwise/pointwise convolutions without cuDNN (BackendConfig::own_conv)
 };
 
 struct Plan {
@@ -73,6 +74,7 @@ class PlanBuilder {
   CudaDevice& device() { return device_; }
   cudnnHandle_t cudnn() const { return cudnn_; }
   Precision precision() const { return options_.precision; }
+  bool own_conv() const { return options_.own_conv; }
 
  private:
   Status build_node(const graph::Node& n);

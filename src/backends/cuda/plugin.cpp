@@ -1,22 +1,27 @@
-// The C entry point of libsteadyocr_cuda.so (plugin_api.h). Nothing here throws across the boundary: every
-// function catches and reports errors as text.
+// The C entry point of libsteadyocr_cuda.so (plugin_api.h): the only way into the plugin. No exception crosses
+// it: every function of the table catches everything and reports an SoPluginStatus (code, finding, message), and
+// a failed call is checked for a lost context before it is reported.
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 #include <cudnn.h>
 #include <dlfcn.h>
 #include <fmt/format.h>
 
-#include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <mutex>
+#include <new>
 #include <string>
+#include <vector>
 
+#include "backends/cuda/backend_config.h"
 #include "backends/cuda/check.h"
 #include "backends/cuda/cuda_backend.h"
 #include "backends/cuda/diagnostics.h"
 #include "backends/cuda/faults.h"
 #include "backends/cuda/plugin_abi.h"
 #include "backends/cuda/plugin_api.h"
+#include "core/log.h"
 
 #ifndef STEADYOCR_CUDA_SASS
 #define STEADYOCR_CUDA_SASS ""
@@ -46,6 +51,8 @@ extern "C" __attribute__((used, visibility("default"))) const char steadyocr_plu
 
 namespace {
 
+using steadyocr::Status;
+using steadyocr::StatusCode;
 using steadyocr::cuda::is_sticky;
 
 void copy_text(char* dst, size_t len, const std::string& s) {
@@ -61,6 +68,49 @@ std::string library_of(const void* symbol) {
   return "";
 }
 
+// The finding that names the cause of a failed call: the first device failure recorded on this thread during the
+// call when it is the one returned, else what the Status code alone says.
+std::string finding_for(const Status& s, const char* fallback) {
+  if (s.code() == StatusCode::kDeviceFault) return "L3_STICKY_FAULT";
+  steadyocr::cuda::GpuErrorRecord first = steadyocr::cuda::first_gpu_error();
+  if (first.code != 0 && first.status == s.code()) return first.finding;
+  if (s.code() == StatusCode::kOutOfMemory) return "L3_OUT_OF_MEMORY";
+  return fallback;
+}
+
+int report(SoPluginStatus* out, const Status& s, const char* fallback_finding) {
+  const int code = static_cast<int>(s.code());
+  if (!out) return code;
+  out->code = code;
+  copy_text(out->finding, sizeof(out->finding), s.is_ok() ? "" : finding_for(s, fallback_finding));
+  copy_text(out->message, sizeof(out->message), s.is_ok() ? "" : s.message());
+  return code;
+}
+
+// Every call into the plugin runs through here: no exception leaves it, and a failure of device work is told
+// apart from a lost context (with_context_state) before it is reported with its finding.
+template <typename F>
+int guarded(SoPluginStatus* out, const char* what, const char* fallback_finding, F&& body) {
+  Status s;
+  try {
+    steadyocr::cuda::reset_gpu_errors();
+    s = body();
+    s = steadyocr::cuda::with_context_state(std::move(s));
+  } catch (const std::bad_alloc&) {
+    s = Status(StatusCode::kOutOfMemory, fmt::format("{}: out of host memory", what));
+  } catch (const std::exception& ex) {
+    s = steadyocr::internal_error(fmt::format("{}: exception: {}", what, ex.what()));
+  } catch (...) {
+    s = steadyocr::internal_error(fmt::format("{}: unknown exception", what));
+  }
+  try {
+    return report(out, s, fallback_finding);
+  } catch (...) {
+    if (out) out->code = static_cast<int>(StatusCode::kInternal);
+    return static_cast<int>(StatusCode::kInternal);
+  }
+}
+
 void get_build_info(SoPluginBuildInfo* out) {
   if (!out) return;
   std::memset(out, 0, sizeof(*out));
@@ -69,22 +119,39 @@ void get_build_info(SoPluginBuildInfo* out) {
   out->cublas_version = CUBLAS_VER_MAJOR * 10000 + CUBLAS_VER_MINOR * 100 + CUBLAS_VER_PATCH;
   copy_text(out->sass_archs, sizeof(out->sass_archs), STEADYOCR_CUDA_SASS);
   copy_text(out->ptx_archs, sizeof(out->ptx_archs), STEADYOCR_CUDA_PTX);
-  copy_text(out->compiler, sizeof(out->compiler),
-            fmt::format("nvcc {} / {}", STEADYOCR_NVCC_VERSION, steadyocr::plugin_abi_tag()));
+  try {
+    copy_text(out->compiler, sizeof(out->compiler),
+              fmt::format("nvcc {} / {}", STEADYOCR_NVCC_VERSION, steadyocr::plugin_abi_tag()));
+  } catch (...) {
+    copy_text(out->compiler, sizeof(out->compiler), "nvcc " STEADYOCR_NVCC_VERSION);
+  }
 }
 
 int query_runtime(SoPluginRuntimeInfo* out) {
   if (!out) return 1;
   try {
     std::memset(out, 0, sizeof(*out));
-    cudaDriverGetVersion(&out->driver_cuda_version);
-    cudaRuntimeGetVersion(&out->runtime_version);
+    // Each field as far as its call succeeds; `error` names the first call that failed.
+    auto failed = [out](cudaError_t e, const char* call) {
+      if (e == cudaSuccess) return false;
+      if (out->error_code == 0) {
+        out->error_code = static_cast<int>(e);
+        out->error_sticky = is_sticky(e) ? 1 : 0;
+        copy_text(
+            out->error, sizeof(out->error),
+            fmt::format("{}: {} ({}): {}", call, cudaGetErrorName(e), static_cast<int>(e), cudaGetErrorString(e)));
+      }
+      return true;
+    };
+    if (failed(cudaDriverGetVersion(&out->driver_cuda_version), "cudaDriverGetVersion")) out->driver_cuda_version = 0;
+    if (failed(cudaRuntimeGetVersion(&out->runtime_version), "cudaRuntimeGetVersion")) out->runtime_version = 0;
     out->cudnn_version = static_cast<int>(cudnnGetVersion());
     int maj = 0, min = 0, pat = 0;
-    cublasGetProperty(MAJOR_VERSION, &maj);
-    cublasGetProperty(MINOR_VERSION, &min);
-    cublasGetProperty(PATCH_LEVEL, &pat);
-    out->cublas_version = maj * 10000 + min * 100 + pat;
+    if (cublasGetProperty(MAJOR_VERSION, &maj) == CUBLAS_STATUS_SUCCESS &&
+        cublasGetProperty(MINOR_VERSION, &min) == CUBLAS_STATUS_SUCCESS &&
+        cublasGetProperty(PATCH_LEVEL, &pat) == CUBLAS_STATUS_SUCCESS) {
+      out->cublas_version = maj * 10000 + min * 100 + pat;
+    }
     copy_text(out->cudnn_path, sizeof(out->cudnn_path), library_of(reinterpret_cast<const void*>(&cudnnGetVersion)));
     copy_text(out->cublas_path, sizeof(out->cublas_path),
               library_of(reinterpret_cast<const void*>(&cublasGetProperty)));
@@ -92,11 +159,9 @@ int query_runtime(SoPluginRuntimeInfo* out) {
     cudaError_t e = cudaGetDeviceCount(&count);
     out->device_count = e == cudaSuccess ? count : 0;
     if (e != cudaSuccess) {
-      out->error_code = static_cast<int>(e);
-      out->error_sticky = is_sticky(e) ? 1 : 0;
-      copy_text(out->error, sizeof(out->error),
-                fmt::format("cudaGetDeviceCount: {} ({}): {}", cudaGetErrorName(e), static_cast<int>(e),
-                            cudaGetErrorString(e)));
+      // The device count decides usability: its error is the one to show.
+      out->error_code = 0;
+      failed(e, "cudaGetDeviceCount");
       return 1;
     }
     return count > 0 ? 0 : 1;
@@ -109,54 +174,62 @@ int query_runtime(SoPluginRuntimeInfo* out) {
   }
 }
 
-int query_device(int device, SoPluginDeviceInfo* out, char* err, size_t err_len) {
-  if (!out) return 1;
-  try {
+int query_device(int device, SoPluginDeviceInfo* out, SoPluginStatus* status) {
+  return guarded(status, "query_device", "L3_CUDA_ERROR", [&]() -> Status {
+    if (!out) return steadyocr::invalid_argument("query_device: no output");
     std::memset(out, 0, sizeof(*out));
     cudaDeviceProp prop{};
-    cudaError_t e = cudaGetDeviceProperties(&prop, device);
-    if (e == cudaSuccess) {
-      copy_text(out->name, sizeof(out->name), prop.name);
-      out->cc_major = prop.major;
-      out->cc_minor = prop.minor;
-      out->sm_count = prop.multiProcessorCount;
-      out->total_bytes = prop.totalGlobalMem;
-      out->ecc_enabled = prop.ECCEnabled;
-      cudaDeviceGetPCIBusId(out->pci_bus_id, sizeof(out->pci_bus_id), device);
-      int prev = 0;
-      cudaGetDevice(&prev);
-      e = cudaSetDevice(device);
-      if (e == cudaSuccess) e = cudaMemGetInfo(&out->free_bytes, &out->total_bytes);
-      cudaSetDevice(prev);
-    }
-    if (e != cudaSuccess) {
-      copy_text(err, err_len,
-                fmt::format("device {}: {} ({}){}", device, cudaGetErrorName(e), cudaGetErrorString(e),
-                            is_sticky(e) ? " [sticky]" : ""));
-      return 1;
-    }
-    return 0;
-  } catch (...) {
-    copy_text(err, err_len, "unknown exception in query_device");
-    return 1;
-  }
+    SO_GPU_CHECK(cudaGetDeviceProperties(&prop, device));
+    copy_text(out->name, sizeof(out->name), prop.name);
+    out->cc_major = prop.major;
+    out->cc_minor = prop.minor;
+    out->sm_count = prop.multiProcessorCount;
+    out->total_bytes = prop.totalGlobalMem;
+    out->ecc_enabled = prop.ECCEnabled;
+    SO_GPU_CHECK(cudaDeviceGetPCIBusId(out->pci_bus_id, sizeof(out->pci_bus_id), device));
+    int prev = 0;
+    SO_GPU_CHECK(cudaGetDevice(&prev));
+    SO_GPU_CHECK(cudaSetDevice(device));
+    cudaError_t e = cudaMemGetInfo(&out->free_bytes, &out->total_bytes);
+    SO_GPU_CHECK(cudaSetDevice(prev));
+    SO_GPU_CHECK(e);
+    return Status::ok();
+  });
 }
 
-void* create_backend(int device, const char* precision, size_t mem_budget_bytes, char* err, size_t err_len) {
-  try {
-    auto r = steadyocr::cuda::CudaBackend::create(device, precision ? precision : "fp32", mem_budget_bytes);
-    if (!r.is_ok()) {
-      copy_text(err, err_len, r.status().to_string());
-      return nullptr;
+// The fault spec last armed from a backend config: every backend of a process gets the same one (the host reads
+// STEADYOCR_CUDA_FAULT once), and arming it again would restart its run counts.
+std::mutex g_config_fault_mu;
+std::string g_config_fault;
+
+void arm_config_fault(const std::string& spec) {
+  if (spec.empty()) return;
+  std::lock_guard<std::mutex> lock(g_config_fault_mu);
+  if (spec == g_config_fault) return;
+  g_config_fault = spec;
+  Status s = steadyocr::cuda::faults::set_spec(spec);
+  if (!s.is_ok()) steadyocr::log::warn("cuda", "ignoring the configured fault spec '{}': {}", spec, s.message());
+}
+
+int create_backend(const SoBackendConfig* config, void** backend, char* name, size_t name_len, void* device_info,
+                   SoPluginStatus* status) {
+  return guarded(status, "creating the CUDA backend", "L3_BACKEND_UNAVAILABLE", [&]() -> Status {
+    if (!config || !backend) return steadyocr::invalid_argument("create_backend: no config or no output");
+    *backend = nullptr;
+    if (config->struct_size < sizeof(SoBackendConfig)) {
+      return steadyocr::invalid_argument(
+          fmt::format("create_backend: the host's SoBackendConfig has {} bytes, the plugin expects {}: install the "
+                      "plugin built with this steadyocr",
+                      config->struct_size, sizeof(SoBackendConfig)));
     }
-    steadyocr::Backend* b = std::move(r).value().release();
-    return b;
-  } catch (const std::exception& ex) {
-    copy_text(err, err_len, std::string("exception creating the CUDA backend: ") + ex.what());
-  } catch (...) {
-    copy_text(err, err_len, "unknown exception creating the CUDA backend");
-  }
-  return nullptr;
+    const steadyocr::cuda::BackendConfig c = steadyocr::cuda::from_abi(*config);
+    arm_config_fault(c.fault_spec);
+    ASSIGN_OR_RETURN(std::unique_ptr<steadyocr::cuda::CudaBackend> b, steadyocr::cuda::CudaBackend::create(c));
+    copy_text(name, name_len, b->name());
+    if (device_info) *static_cast<steadyocr::DeviceInfo*>(device_info) = b->device_info();
+    *backend = static_cast<steadyocr::Backend*>(b.release());
+    return Status::ok();
+  });
 }
 
 void destroy_backend(void* backend) {
@@ -166,18 +239,55 @@ void destroy_backend(void* backend) {
   }
 }
 
-int set_fault(const char* spec, char* err, size_t err_len) {
+int supports(void* backend, const void* node) {
   try {
-    steadyocr::Status s = steadyocr::cuda::faults::set_spec(spec ? spec : "");
-    if (!s.is_ok()) {
-      copy_text(err, err_len, s.message());
-      return 1;
-    }
-    return 0;
+    if (!backend || !node) return 0;
+    return static_cast<steadyocr::Backend*>(backend)->supports(*static_cast<const steadyocr::graph::Node*>(node)) ? 1
+                                                                                                                  : 0;
   } catch (...) {
-    copy_text(err, err_len, "unknown exception in set_fault");
-    return 1;
+    return 0;  // declining is never an error
   }
+}
+
+int prepare(void* backend, const void* graph, void** prepared, SoPluginStatus* status) {
+  return guarded(status, "preparing a graph on CUDA", "", [&]() -> Status {
+    if (!backend || !graph || !prepared) return steadyocr::invalid_argument("prepare: null argument");
+    *prepared = nullptr;
+    ASSIGN_OR_RETURN(
+        std::unique_ptr<steadyocr::PreparedGraph> p,
+        static_cast<steadyocr::Backend*>(backend)->prepare(*static_cast<const steadyocr::graph::Graph*>(graph)));
+    *prepared = p.release();
+    return Status::ok();
+  });
+}
+
+int run(void* prepared, const void* inputs, void* outputs, SoPluginStatus* status) {
+  return guarded(status, "running a graph on CUDA", "", [&]() -> Status {
+    if (!prepared || !inputs || !outputs) return steadyocr::invalid_argument("run: null argument");
+    return static_cast<steadyocr::PreparedGraph*>(prepared)->run(
+        *static_cast<const std::vector<steadyocr::Tensor>*>(inputs),
+        static_cast<std::vector<steadyocr::Tensor>*>(outputs));
+  });
+}
+
+size_t workspace_bytes(void* prepared) {
+  try {
+    return prepared ? static_cast<steadyocr::PreparedGraph*>(prepared)->workspace_bytes() : 0;
+  } catch (...) {
+    return 0;
+  }
+}
+
+void destroy_prepared(void* prepared) {
+  try {
+    delete static_cast<steadyocr::PreparedGraph*>(prepared);
+  } catch (...) {
+  }
+}
+
+int set_fault(const char* spec, SoPluginStatus* status) {
+  return guarded(status, "set_fault", "",
+                 [&]() -> Status { return steadyocr::cuda::faults::set_spec(spec ? spec : ""); });
 }
 
 int run_check_entry(const char* name, const char* args_json, char* result_json, size_t result_len) {
@@ -193,7 +303,6 @@ int run_check_entry(const char* name, const char* args_json, char* result_json, 
 }  // namespace
 
 // Doctor checks (levels 3-4) live in diagnostics.cpp; until it is built in, this weak default says so.
-// Doctor checks (levels 3-4) live in diagnostics.cpp; until it is built in, this weak default says so.
 extern "C" __attribute__((weak)) int so_run_check(const char* name, const char* args_json, char* result_json,
                                                   size_t result_len) {
   (void)args_json;
@@ -208,8 +317,13 @@ extern "C" __attribute__((visibility("default"))) const SteadyocrPluginApi* stea
     uint32_t host_api_version) {
   static std::string abi;
   static SteadyocrPluginApi api;
-  static bool once = [] {
-    abi = steadyocr::plugin_abi_tag();
+  // The table is built once; if that throws (out of memory), the host gets no table and says so.
+  static const bool once = [] {
+    try {
+      abi = steadyocr::plugin_abi_tag();
+    } catch (...) {
+      return false;
+    }
     api.api_version = STEADYOCR_PLUGIN_API_VERSION;
     api.abi_tag = abi.c_str();
     api.get_build_info = get_build_info;
@@ -217,17 +331,15 @@ extern "C" __attribute__((visibility("default"))) const SteadyocrPluginApi* stea
     api.query_device = query_device;
     api.create_backend = create_backend;
     api.destroy_backend = destroy_backend;
+    api.supports = supports;
+    api.prepare = prepare;
+    api.run = run;
+    api.workspace_bytes = workspace_bytes;
+    api.destroy_prepared = destroy_prepared;
     api.run_check = run_check_entry;
     api.set_fault = set_fault;
-    // Plugin-level faults straight from the environment (the engine arms them through set_fault per call).
-    if (const char* f = std::getenv("STEADYOCR_CUDA_FAULT")) {
-      steadyocr::Status s = steadyocr::cuda::faults::set_spec(f);
-      if (!s.is_ok())
-        std::fprintf(stderr, "steadyocr cuda plugin: ignoring STEADYOCR_CUDA_FAULT: %s\n", s.message().c_str());
-    }
     return true;
   }();
-  (void)once;
   (void)host_api_version;  // the host compares api_version; the table itself never changes shape by request
-  return &api;
+  return once ? &api : nullptr;
 }

@@ -1,8 +1,12 @@
 /* The C entry point of libsteadyocr_cuda.so, loaded with dlopen by runtime/cuda_plugin.
  * The host calls steadyocr_backend_init(STEADYOCR_PLUGIN_API_VERSION); the returned table's first field is
- * the plugin's API version and the host refuses a mismatch with a clear message. C++ objects (the Backend)
- * cross the boundary only when abi_tag equals the host's (same compiler, C++ ABI and steadyocr version).
- * No function in the table throws; errors come back as text in caller-provided buffers. */
+ * the plugin's API version and the host refuses a mismatch with a clear message. C++ objects (Graph, Node, Tensor,
+ * DeviceInfo) cross the boundary by pointer only when abi_tag equals the host's (same compiler, C++ ABI and
+ * steadyocr version); the host never calls a C++ method of a plugin object: every call goes through this table.
+ * No function in the table throws; each catches everything and reports the outcome as an SoPluginStatus.
+ * Everything the plugin is configured with arrives as arguments (SoBackendConfig): it reads no environment.
+ *
+ * Version 2: SoPluginStatus outcomes with finding codes, SoBackendConfig, backend/prepare/run through the table. */
 #ifndef STEADYOCR_BACKENDS_CUDA_PLUGIN_API_H_
 #define STEADYOCR_BACKENDS_CUDA_PLUGIN_API_H_
 
@@ -13,7 +17,7 @@
 extern "C" {
 #endif
 
-#define STEADYOCR_PLUGIN_API_VERSION 1u
+#define STEADYOCR_PLUGIN_API_VERSION 2u
 #define STEADYOCR_PLUGIN_INIT_SYMBOL "steadyocr_backend_init"
 
 /* What the plugin was compiled against. */
@@ -51,6 +55,27 @@ typedef struct SoPluginDeviceInfo {
   int ecc_enabled;
 } SoPluginDeviceInfo;
 
+/* The outcome of a call into the plugin. */
+typedef struct SoPluginStatus {
+  int code;           /* steadyocr::StatusCode: 0 = OK, kDeviceFault = the context is lost (sticky), ... */
+  char finding[64];   /* the doctor's code for the cause (src/doctor/knowledge_base.json), "" when none applies */
+  char message[2048]; /* what failed and what to do */
+} SoPluginStatus;
+
+/* What a backend is created with (backends/cuda/backend_config.h has the meaning of each field). */
+typedef struct SoBackendConfig {
+  uint32_t struct_size;       /* sizeof(SoBackendConfig) as the host compiled it */
+  const char* precision;      /* "fp32" | "fp16" */
+  size_t memory_budget_bytes; /* 0 = no budget */
+  int device;                 /* CUDA device index */
+  int lanes;                  /* execution lanes made at creation; 0 = made by the first runs */
+  int debug_sync;             /* synchronise and check after every step */
+  int own_conv;               /* depthwise/pointwise convolutions without cuDNN */
+  int cuda_graphs;            /* replay hot shapes as CUDA graphs */
+  int calibrate;              /* fp16: verify the per-layer precision on a real input */
+  const char* fault_spec;     /* faults armed at creation (docs/FAULTS.md); "" = none */
+} SoBackendConfig;
+
 typedef struct SteadyocrPluginApi {
   uint32_t api_version; /* first field: STEADYOCR_PLUGIN_API_VERSION of the plugin */
   const char* abi_tag;  /* compiler + C++ ABI + steadyocr version */
@@ -58,21 +83,32 @@ typedef struct SteadyocrPluginApi {
   void (*get_build_info)(SoPluginBuildInfo* out);
   /* Returns 0 when the CUDA runtime initialised and at least one device is usable. */
   int (*query_runtime)(SoPluginRuntimeInfo* out);
-  int (*query_device)(int device, SoPluginDeviceInfo* out, char* err, size_t err_len);
+  /* Every function below returns status->code (0 = OK) and fills `status`. */
+  int (*query_device)(int device, SoPluginDeviceInfo* out, SoPluginStatus* status);
 
-  /* Creates a steadyocr::Backend* (C++ object, valid because abi_tag matched) for `device`.
-   * precision: "fp32" or "fp16" (reduced precision chosen per layer); mem_budget_bytes 0 = no budget.
-   * Returns NULL and fills err on failure. The host deletes it through destroy_backend. */
-  void* (*create_backend)(int device, const char* precision, size_t mem_budget_bytes, char* err, size_t err_len);
+  /* Creates a backend on config->device; *backend is an opaque handle that the host destroys with destroy_backend.
+   * name/name_len receive its name ("cuda-fp32"), device_info (a steadyocr::DeviceInfo*) what it runs on. */
+  int (*create_backend)(const SoBackendConfig* config, void** backend, char* name, size_t name_len, void* device_info,
+                        SoPluginStatus* status);
   void (*destroy_backend)(void* backend);
+  /* Whether the backend runs `node` (a const steadyocr::graph::Node*); declining is never an error. 1 or 0. */
+  int (*supports)(void* backend, const void* node);
+  /* Plans `graph` (a const steadyocr::graph::Graph* with static shapes); *prepared is destroyed with
+   * destroy_prepared and may outlive the backend. */
+  int (*prepare)(void* backend, const void* graph, void** prepared, SoPluginStatus* status);
+  /* Runs a prepared graph: inputs is a const std::vector<steadyocr::Tensor>*, outputs a std::vector<Tensor>*. */
+  int (*run)(void* prepared, const void* inputs, void* outputs, SoPluginStatus* status);
+  size_t (*workspace_bytes)(void* prepared);
+  void (*destroy_prepared)(void* prepared);
 
   /* Doctor checks (levels 3-4) by name, e.g. "cudnn_conv", "own_kernels", "fp16", "streams", "memory",
-   * "budget"; args and result are JSON text. Result: {"status":"pass|fail|could_not_run","code":"L3_...",
-   * "evidence":{...}}. Returns 0 when the check ran (pass or fail), nonzero when it could not run. */
+   * "budget"; args and result are JSON text (args may carry "faults": the doctor's injected faults, comma-separated).
+   * Result: {"status":"pass|fail|could_not_run","code":"L3_...","evidence":{...}}. Returns 0 when the check ran
+   * (pass or fail), nonzero when it could not run. */
   int (*run_check)(const char* name, const char* args_json, char* result_json, size_t result_len);
 
   /* Fault injection for tests (syntax in docs/FAULTS.md, e.g. "illegal_address@det:3"); "" clears. */
-  int (*set_fault)(const char* spec, char* err, size_t err_len);
+  int (*set_fault)(const char* spec, SoPluginStatus* status);
 } SteadyocrPluginApi;
 
 typedef const SteadyocrPluginApi* (*steadyocr_backend_init_fn)(uint32_t host_api_version);

@@ -78,8 +78,10 @@ Result<std::map<std::string, ValueStats>> compare_values(CudaDevice& dev, const 
 
 Result<CalibrationResult> calibrate_precision(CudaDevice& dev, cudnnHandle_t cudnn, const ExecContext& ctx,
                                               const graph::Graph& g, const std::vector<Tensor>& inputs,
-                                              const std::set<std::string>& start) {
-  PlanOptions o32;
+                                              const std::set<std::string>& start, const PlanOptions& base) {
+  PlanOptions o32 = base;
+  o32.precision = Precision::kF32;
+  o32.force_f32.clear();
   o32.keep_all = true;
   ASSIGN_OR_RETURN(std::unique_ptr<Plan> ref, PlanBuilder(dev, cudnn, g, o32).build());
   RETURN_IF_ERROR(run_keep_all(*ref, ctx, inputs));
@@ -88,7 +90,7 @@ Result<CalibrationResult> calibrate_precision(CudaDevice& dev, cudnnHandle_t cud
   res.f32_nodes = start;
   std::vector<std::string> reasons;
   for (int round = 0; round < kRounds; ++round) {
-    PlanOptions o16;
+    PlanOptions o16 = base;
     o16.precision = Precision::kF16;
     o16.keep_all = true;
     o16.force_f32 = res.f32_nodes;

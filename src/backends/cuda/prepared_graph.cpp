@@ -12,10 +12,41 @@
 #include "core/timer.h"
 
 namespace steadyocr::cuda {
+namespace {
 
-Status enqueue_plan(const Plan& plan, const ExecContext& ctx, bool sync_each) {
+// The library a per-step fault belongs to (StepCalls bits); 0 for the faults that act on the whole run.
+unsigned library_of(faults::Kind fault) {
+  switch (fault) {
+    case faults::Kind::kNoKernelImage:
+      return kCallsOwnKernels;
+    case faults::Kind::kCudnnNotSupported:
+      return kCallsCudnn;
+    default:
+      return 0;
+  }
+}
+
+// The error the step's call into that library gives on a GPU our fatbinary lacks, or with a cuDNN that has no
+// engine for the problem.
+Status injected_step_error(faults::Kind fault) {
+  if (fault == faults::Kind::kNoKernelImage) {
+    return gpu_status(cudaErrorNoKernelImageForDevice, "kernel launch [injected no_kernel_image]", __FILE__, __LINE__);
+  }
+  return gpu_status(CUDNN_STATUS_NOT_SUPPORTED, "cuDNN convolution [injected cudnn_not_supported]", __FILE__, __LINE__);
+}
+
+}  // namespace
+
+Status enqueue_plan(const Plan& plan, const ExecContext& ctx, bool sync_each, faults::Kind fault) {
+  unsigned armed = library_of(fault);  // hits one step per run
   for (const auto& s : plan.steps) {
-    Status st = s->enqueue(ctx);
+    Status st;
+    if (armed != 0 && (s->calls() & armed) != 0) {
+      armed = 0;
+      st = injected_step_error(fault);
+    } else {
+      st = s->enqueue(ctx);
+    }
     if (st.is_ok() && sync_each) {
       cudaError_t e = cudaStreamSynchronize(ctx.stream);
       if (e != cudaSuccess) st = gpu_status(e, "cudaStreamSynchronize after the step", __FILE__, __LINE__);
@@ -39,10 +70,9 @@ Status CudaPreparedGraph::init(const graph::Graph& g) {
   role_ = model_role(graph_);
   signature_ = model_signature(graph_);
   Stopwatch setup;
-  ASSIGN_OR_RETURN(Handles lane, dev.acquire_handles());  // for cuDNN's algorithm queries while building
+  ASSIGN_OR_RETURN(Lane lane, dev.acquire_lane());  // for cuDNN's algorithm queries while building
   metrics::inc("steadyocr_cuda_prepare_ms_total", {{"phase", "setup"}}, setup.elapsed_ms());
-  PlanOptions opts;
-  opts.precision = state_->precision;
+  PlanOptions opts = plan_options();
   if (state_->precision == Precision::kF16) {
     std::lock_guard<std::mutex> lock(state_->mu);
     auto it = state_->f32_nodes.find(signature_);
@@ -57,7 +87,7 @@ Status CudaPreparedGraph::init(const graph::Graph& g) {
   built_f32_ = opts.force_f32;
   PlanBuilder builder(dev, lane.cudnn, graph_, opts);
   auto plan = builder.build();
-  if (!device_lost()) dev.release_handles(std::move(lane));
+  if (!device_lost()) dev.release_lane(std::move(lane));
   if (!plan.is_ok()) return plan.status();
   plan_ = std::move(plan).value();
   return Status::ok();
@@ -65,7 +95,7 @@ Status CudaPreparedGraph::init(const graph::Graph& g) {
 
 CudaPreparedGraph::~CudaPreparedGraph() {
   // Runs are synchronous: nothing of this plan is in flight once no run holds it.
-  if (state_ && state_->device) cudaSetDevice(state_->device->index());
+  if (state_ && state_->device) SO_GPU_TRY(cudaSetDevice(state_->device->index()));
   drop_graph();
   plan_.reset();
 }
@@ -75,8 +105,15 @@ size_t CudaPreparedGraph::workspace_bytes() const {
 }
 
 void CudaPreparedGraph::drop_graph() {
-  if (exec_) cudaGraphExecDestroy(exec_);
+  if (exec_) SO_GPU_TRY(cudaGraphExecDestroy(exec_));
   exec_ = nullptr;
+}
+
+PlanOptions CudaPreparedGraph::plan_options() const {
+  PlanOptions o;
+  o.precision = state_->precision;
+  o.own_conv = state_->own_conv;
+  return o;
 }
 
 ExecContext CudaPreparedGraph::context(const Plan& plan) const {
@@ -114,11 +151,10 @@ Status CudaPreparedGraph::stage_inputs(const Plan& plan, const std::vector<Tenso
 void CudaPreparedGraph::record_stage_times() {
   float h2d = 0, compute = 0, d2h = 0;
   const cudaEvent_t* ev = lane_->events;
-  if (cudaEventElapsedTime(&h2d, ev[0], ev[1]) != cudaSuccess ||
-      cudaEventElapsedTime(&compute, ev[1], ev[2]) != cudaSuccess ||
-      cudaEventElapsedTime(&d2h, ev[2], ev[3]) != cudaSuccess) {
-    (void)cudaGetLastError();
-    return;
+  if (!SO_GPU_TRY(cudaEventElapsedTime(&h2d, ev[0], ev[1])) ||
+      !SO_GPU_TRY(cudaEventElapsedTime(&compute, ev[1], ev[2])) ||
+      !SO_GPU_TRY(cudaEventElapsedTime(&d2h, ev[2], ev[3]))) {
+    return;  // timings only; the failure is logged
   }
   const std::string& b = state_->name;
   metrics::inc("steadyocr_cuda_stage_ms_total", {{"model", role_}, {"backend", b}, {"stage", "host_staging"}},
@@ -130,8 +166,7 @@ void CudaPreparedGraph::record_stage_times() {
 
 Status CudaPreparedGraph::rebuild(const std::set<std::string>& f32_nodes) {
   drop_graph();
-  PlanOptions opts;
-  opts.precision = state_->precision;
+  PlanOptions opts = plan_options();
   opts.force_f32 = f32_nodes;
   plan_.reset();  // its arena goes back to the pool first
   PlanBuilder builder(*state_->device, lane_->cudnn, graph_, opts);
@@ -152,7 +187,8 @@ Status CudaPreparedGraph::ensure_precision(const std::vector<Tensor>& inputs) {
     }
   }
   Stopwatch sw;
-  auto cal = calibrate_precision(*state_->device, lane_->cudnn, context(*plan_), graph_, inputs, built_f32_);
+  auto cal =
+      calibrate_precision(*state_->device, lane_->cudnn, context(*plan_), graph_, inputs, built_f32_, plan_options());
   if (!cal.is_ok()) {
     if (cal.status().code() == StatusCode::kDeviceFault) return cal.status();
     log::warn("cuda", "{} calibration for {} could not run ({}); keeping the static per-layer policy", state_->name,
@@ -173,19 +209,24 @@ Status CudaPreparedGraph::run(const std::vector<Tensor>& inputs, std::vector<Ten
   if (device_lost()) {
     s = run_once(inputs, outputs);  // names the first sticky error without touching the device
   } else {
-    auto lane = state_->device->acquire_handles();
+    auto lane = state_->device->acquire_lane();
     if (!lane.is_ok()) {
       s = lane.status();
     } else {
       lane_ = &lane.value();
+      lane_dirty_ = false;
       s = run_once(inputs, outputs);
       if (!s.is_ok() && s.code() != StatusCode::kDeviceFault) {
-        cudaStreamSynchronize(lane_->stream);  // leave nothing of the failed run in flight
-        (void)cudaGetLastError();
+        SO_GPU_TRY(cudaStreamSynchronize(lane_->stream));  // leave nothing of the failed run in flight
+        s = with_context_state(std::move(s));
       }
       lane_ = nullptr;
       // A lane of a lost context is dropped with the process; otherwise the next run takes it.
-      if (!device_lost()) state_->device->release_handles(std::move(lane).value());
+      if (lane_dirty_ && !device_lost()) {
+        state_->device->discard_lane(std::move(lane).value());
+      } else if (!device_lost()) {
+        state_->device->release_lane(std::move(lane).value());
+      }
     }
   }
   metrics::inc(
@@ -218,7 +259,7 @@ Status CudaPreparedGraph::run_once(const std::vector<Tensor>& inputs, std::vecto
     // A real allocation failure (non-sticky): more than any device has.
     void* p = nullptr;
     cudaError_t e = cudaMalloc(&p, size_t{1} << 52);
-    if (e == cudaSuccess) cudaFree(p);
+    if (e == cudaSuccess) SO_GPU_TRY(cudaFree(p));
     return gpu_status(e == cudaSuccess ? cudaErrorMemoryAllocation : e, "cudaMalloc(&p, 1 << 52) [injected oom]",
                       __FILE__, __LINE__);
   }
@@ -235,17 +276,15 @@ Status CudaPreparedGraph::run_once(const std::vector<Tensor>& inputs, std::vecto
     SO_GPU_CHECK(k::launch_spin(flag, faults::hang_timeout_ms(), lane_->stream));
   }
   ExecContext ctx = context(plan);
-  ctx.inject_no_kernel_image = fault == faults::Kind::kNoKernelImage;
-  ctx.inject_cudnn_not_supported = fault == faults::Kind::kCudnnNotSupported;
   // A bucket seen a second time is captured into a CUDA graph and replayed from then on; a bucket seen once
   // never pays for the capture.
   const bool graphs = fault == faults::Kind::kNone && state_->use_graphs && !state_->debug_sync && !graph_disabled_;
-  if (graphs && !exec_ && good_runs_ >= 1) capture();
+  if (graphs && !exec_ && good_runs_ >= 1) RETURN_IF_ERROR(capture());
   SO_GPU_CHECK(cudaEventRecord(lane_->events[1], lane_->stream));
   if (graphs && exec_) {
     SO_GPU_CHECK(cudaGraphLaunch(exec_, lane_->stream));
   } else {
-    RETURN_IF_ERROR(enqueue_plan(plan, ctx, state_->debug_sync));
+    RETURN_IF_ERROR(enqueue_plan(plan, ctx, state_->debug_sync, fault));
   }
   SO_GPU_CHECK(cudaEventRecord(lane_->events[2], lane_->stream));
   // Outputs land in pinned buffers from the pool handed to the caller as is; each goes back to the pool when the
@@ -272,7 +311,7 @@ Status CudaPreparedGraph::run_once(const std::vector<Tensor>& inputs, std::vecto
   return Status::ok();
 }
 
-void CudaPreparedGraph::capture() {
+Status CudaPreparedGraph::capture() {
   // cuBLAS calls bake their workspace into the graph: it must be this plan's, not the lane's, which other plans use.
   if (!graph_cublas_ws_) {
     auto ws = state_->device->pool()->allocate(lane_->cublas_workspace->bytes, "cuBLAS workspace of a CUDA graph");
@@ -280,34 +319,44 @@ void CudaPreparedGraph::capture() {
       graph_disabled_ = true;
       log::warn("cuda", "no memory for a CUDA graph of {} ({}); this bucket runs its kernels one by one", role_,
                 ws.status().to_string());
-      return;
+      return Status::ok();
     }
     graph_cublas_ws_ = std::move(ws).value();
   }
   cudaGraph_t g = nullptr;
   Status s;
-  cudaError_t e = cudaSuccess;
-  if (cublasSetWorkspace(lane_->cublas, graph_cublas_ws_->ptr, graph_cublas_ws_->bytes) != CUBLAS_STATUS_SUCCESS) {
-    e = cudaErrorUnknown;
-  }
-  if (e == cudaSuccess) e = cudaStreamBeginCapture(lane_->stream, cudaStreamCaptureModeThreadLocal);
-  if (e == cudaSuccess) {
+  const bool ws_set = SO_GPU_TRY(cublasSetWorkspace(lane_->cublas, graph_cublas_ws_->ptr, graph_cublas_ws_->bytes));
+  cudaError_t e = ws_set ? cudaStreamBeginCapture(lane_->stream, cudaStreamCaptureModeThreadLocal) : cudaSuccess;
+  if (ws_set && e == cudaSuccess) {
     s = enqueue_plan(*plan_, context(*plan_));
     e = cudaStreamEndCapture(lane_->stream, &g);
   }
-  cublasSetWorkspace(lane_->cublas, lane_->cublas_workspace->ptr, lane_->cublas_workspace->bytes);
+  // The lane goes back to the pool with its own workspace, or not at all: another plan's run on it would otherwise
+  // write into this plan's graph workspace while the graph replays on another lane.
+  cublasStatus_t restored =
+      cublasSetWorkspace(lane_->cublas, lane_->cublas_workspace->ptr, lane_->cublas_workspace->bytes);
   if (e == cudaSuccess && s.is_ok() && g) e = cudaGraphInstantiate(&exec_, g, 0);
-  if (g) cudaGraphDestroy(g);
-  if (e != cudaSuccess || !s.is_ok() || !exec_) {
-    std::string why = !s.is_ok() ? s.to_string() : std::string(cudaGetErrorName(e));
-    (void)cudaGetLastError();
+  if (g) SO_GPU_TRY(cudaGraphDestroy(g));
+  if (restored != CUBLAS_STATUS_SUCCESS) {
+    lane_dirty_ = true;
+    drop_graph();
+    graph_disabled_ = true;
+    return gpu_status(restored, "cublasSetWorkspace(lane_->cublas, <the lane's own workspace>)", __FILE__, __LINE__);
+  }
+  if (!ws_set || e != cudaSuccess || !s.is_ok() || !exec_) {
+    // The capture's own error is recorded and classified like any other (a sticky one fails the run's next call).
+    std::string why = !ws_set            ? "the graph's cuBLAS workspace could not be set"
+                      : !s.is_ok()       ? s.to_string()
+                      : e != cudaSuccess ? gpu_status(e, "CUDA graph capture", __FILE__, __LINE__).to_string()
+                                         : "no graph was instantiated";
     exec_ = nullptr;
     graph_disabled_ = true;
     metrics::inc("steadyocr_cuda_graph_capture_failures_total", {{"model", role_}});
     log::warn("cuda", "CUDA graph capture failed for {} ({}); this bucket runs its kernels one by one", role_, why);
-    return;
+    return Status::ok();
   }
   metrics::inc("steadyocr_cuda_graphs_captured_total", {{"model", role_}});
+  return Status::ok();
 }
 
 }  // namespace steadyocr::cuda

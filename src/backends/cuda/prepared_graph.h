@@ -1,5 +1,5 @@
-// One planned shape bucket: its arena and plan; each run leases an execution lane (stream, handles, events) from the
-// device, so plans cost no streams or handles of their own. Replayed as a CUDA graph after the first good run.
+// One planned shape bucket: its arena and plan; each run leases an execution lane (stream, cuDNN/cuBLAS handles,
+// events) from the device, so plans cost no lanes of their own. Replayed as a CUDA graph after the first good run.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -29,10 +29,13 @@ class CudaPreparedGraph final : public PreparedGraph {
   Status stage_inputs(const Plan& plan, const std::vector<Tensor>& inputs);
   Status ensure_precision(const std::vector<Tensor>& inputs);
   Status rebuild(const std::set<std::string>& f32_nodes);
-  void capture();
+  // Captures the plan into a CUDA graph (a failure only disables graphs for this bucket); an error means the lane's
+  // cuBLAS workspace could not be restored, so the lane must not go back to the pool.
+  Status capture();
   void record_stage_times();
   void drop_graph();
   ExecContext context(const Plan& plan) const;
+  PlanOptions plan_options() const;  // what every plan of this backend is built with (before calibration)
 
   std::shared_ptr<BackendState> state_;
   graph::Graph graph_;  // kept for rebuilding after the reduced-precision calibration
@@ -40,7 +43,8 @@ class CudaPreparedGraph final : public PreparedGraph {
   std::unique_ptr<Plan> plan_;
   std::set<std::string> built_f32_;  // f32 nodes the plan was built with
   bool precision_settled_ = false;
-  Handles* lane_ = nullptr;          // the lane leased for the run in progress
+  Lane* lane_ = nullptr;             // the lane leased for the run in progress
+  bool lane_dirty_ = false;          // that lane's state is no longer the pool's: discard it after the run
   DeviceMemoryPtr graph_cublas_ws_;  // cuBLAS workspace baked into the captured graph (lanes' own are shared)
   double host_copy_ms_ = 0;
   cudaGraphExec_t exec_ = nullptr;
@@ -51,8 +55,12 @@ class CudaPreparedGraph final : public PreparedGraph {
   std::vector<PinnedPtr> staging_;
 };
 
-// Enqueues every step of `plan` (eagerly) on ctx.stream; errors name the step. With sync_each, waits for each
-// step and checks it (STEADYOCR_CUDA_DEBUG_SYNC=1: attributes an asynchronous fault to its step).
-Status enqueue_plan(const Plan& plan, const ExecContext& ctx, bool sync_each = false);
+// The step runner: enqueues every step of `plan` (eagerly) on ctx.stream; errors name the step. With sync_each,
+// waits for each step and checks it (BackendConfig::debug_sync: attributes an asynchronous fault to its step).
+// `fault` is the fault armed for this run (faults::on_run): a per-step one (no_kernel_image, cudnn_not_supported)
+// fails the first step that calls its library (Step::calls) with the error that library gives, instead of
+// enqueueing it; the ops themselves know nothing of faults.
+Status enqueue_plan(const Plan& plan, const ExecContext& ctx, bool sync_each = false,
+                    faults::Kind fault = faults::Kind::kNone);
 
 }  // namespace steadyocr::cuda

@@ -59,19 +59,14 @@ class ConvStep : public Step {
     const void* src = x_ptr_;
     if (padded) {
       SO_GPU_CHECK(cudaMemsetAsync(xp_ptr_, 0, x_padded.nbytes(), ctx.stream));
-      SO_LAUNCH(ctx, k::launch_strided_copy(pad_copy_, ctx.stream));
+      SO_LAUNCH(k::launch_strided_copy(pad_copy_, ctx.stream));
       src = xp_ptr_;
     }
     const float one = 1.f, zero = 0.f;
-    cudnnStatus_t rc = cudnnConvolutionForward(ctx.cudnn, &one, desc.x, src, desc.w, w_ptr_, desc.conv,
-                                               static_cast<cudnnConvolutionFwdAlgo_t>(algo.algo), ws_ptr_,
-                                               algo.workspace, &zero, desc.y, y_ptr_);
-    if (ctx.inject_cudnn_not_supported) {
-      ctx.inject_cudnn_not_supported = false;
-      rc = CUDNN_STATUS_NOT_SUPPORTED;
-    }
-    SO_GPU_CHECK(rc);
-    if (run_epilogue_) SO_LAUNCH(ctx, k::launch_elementwise(epi_params_, ctx.stream));
+    SO_GPU_CHECK(cudnnConvolutionForward(ctx.cudnn, &one, desc.x, src, desc.w, w_ptr_, desc.conv,
+                                         static_cast<cudnnConvolutionFwdAlgo_t>(algo.algo), ws_ptr_, algo.workspace,
+                                         &zero, desc.y, y_ptr_));
+    if (run_epilogue_) SO_LAUNCH(k::launch_elementwise(epi_params_, ctx.stream));
     return Status::ok();
   }
 
@@ -84,6 +79,8 @@ class ConvStep : public Step {
     for (const auto& in : epilogue.inputs) reads->push_back(in.ref);
     writes->push_back(epilogue.out);
   }
+
+  unsigned calls() const override { return kCallsCudnn | (padded || run_epilogue_ ? kCallsOwnKernels : 0u); }
 
   EwProgram* program() override { return &epilogue; }
 

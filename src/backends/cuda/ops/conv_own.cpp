@@ -3,7 +3,6 @@
 // epilogue program as the cuDNN path, so the fusion pass treats them alike.
 #include <fmt/format.h>
 
-#include <cstdlib>
 #include <string>
 
 #include "backends/cuda/check.h"
@@ -37,7 +36,7 @@ class OwnConvStep : public Step {
 
   Status enqueue(const ExecContext& ctx) const override {
     if (kind == Kind::kDepthwise) {
-      SO_LAUNCH(ctx, k::launch_depthwise(dw, ctx.stream));
+      SO_LAUNCH(k::launch_depthwise(dw, ctx.stream));
     } else {
       const float one = 1.f, zero = 0.f;
       const cudaDataType_t t = y.dtype == DType::kF16 ? CUDA_R_16F : CUDA_R_32F;
@@ -46,7 +45,7 @@ class OwnConvStep : public Step {
           x_ptr_, t, static_cast<int>(hw), c * hw, w_ptr_, t, static_cast<int>(c), 0, &zero, y_ptr_, t,
           static_cast<int>(hw), kout * hw, static_cast<int>(batch), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
     }
-    if (run_epilogue_) SO_LAUNCH(ctx, k::launch_elementwise(epi_params_, ctx.stream));
+    if (run_epilogue_) SO_LAUNCH(k::launch_elementwise(epi_params_, ctx.stream));
     return Status::ok();
   }
 
@@ -58,6 +57,11 @@ class OwnConvStep : public Step {
     writes->push_back(epilogue.out);
   }
 
+  unsigned calls() const override {
+    if (kind == Kind::kDepthwise) return kCallsOwnKernels;
+    return kCallsCublas | (run_epilogue_ ? kCallsOwnKernels : 0u);
+  }
+
   EwProgram* program() override { return &epilogue; }
 
  private:
@@ -67,11 +71,6 @@ class OwnConvStep : public Step {
   k::EwParams epi_params_;
   bool run_epilogue_ = false;
 };
-
-bool own_conv_enabled() {
-  const char* v = std::getenv("STEADYOCR_CUDA_OWN_CONV");
-  return !(v && std::string(v) == "0");
-}
 
 }  // namespace
 
@@ -106,7 +105,7 @@ Status build_conv_epilogue(PlanBuilder& b, const graph::Node& n, const DevTensor
 
 Status build_conv_without_cudnn(PlanBuilder& b, const graph::Node& n, bool* handled) {
   *handled = false;
-  if (!own_conv_enabled()) return Status::ok();
+  if (!b.own_conv()) return Status::ok();
   const auto& a = n.attr<graph::ConvAttrs>();
   const graph::Value* xv = n.input(0);
   const graph::Value* wv = n.input(1);

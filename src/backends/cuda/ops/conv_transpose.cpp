@@ -56,16 +56,11 @@ class DeconvStep : public Step {
 
   Status enqueue(const ExecContext& ctx) const override {
     const float one = 1.f, zero = 0.f;
-    cudnnStatus_t rc = cudnnConvolutionBackwardData(ctx.cudnn, &one, desc.w, w_ptr_, desc.y, x_ptr_, desc.conv,
-                                                    static_cast<cudnnConvolutionBwdDataAlgo_t>(algo.algo), ws_ptr_,
-                                                    algo.workspace, &zero, desc.x, cropped ? full_ptr_ : y_ptr_);
-    if (ctx.inject_cudnn_not_supported) {
-      ctx.inject_cudnn_not_supported = false;
-      rc = CUDNN_STATUS_NOT_SUPPORTED;
-    }
-    SO_GPU_CHECK(rc);
-    if (cropped) SO_LAUNCH(ctx, k::launch_strided_copy(crop_, ctx.stream));
-    if (run_epilogue_) SO_LAUNCH(ctx, k::launch_elementwise(epi_params_, ctx.stream));
+    SO_GPU_CHECK(cudnnConvolutionBackwardData(ctx.cudnn, &one, desc.w, w_ptr_, desc.y, x_ptr_, desc.conv,
+                                              static_cast<cudnnConvolutionBwdDataAlgo_t>(algo.algo), ws_ptr_,
+                                              algo.workspace, &zero, desc.x, cropped ? full_ptr_ : y_ptr_));
+    if (cropped) SO_LAUNCH(k::launch_strided_copy(crop_, ctx.stream));
+    if (run_epilogue_) SO_LAUNCH(k::launch_elementwise(epi_params_, ctx.stream));
     return Status::ok();
   }
 
@@ -78,6 +73,8 @@ class DeconvStep : public Step {
     for (const auto& in : epilogue.inputs) reads->push_back(in.ref);
     writes->push_back(epilogue.out);
   }
+
+  unsigned calls() const override { return kCallsCudnn | (cropped || run_epilogue_ ? kCallsOwnKernels : 0u); }
 
   EwProgram* program() override { return &epilogue; }
 

@@ -14,7 +14,8 @@ Status build_conv_epilogue(PlanBuilder& b, const graph::Node& n, const DevTensor
 
 // Depthwise convolutions (own kernel) and pointwise 1x1 ones (cuBLAS GEMM) run without cuDNN: cuDNN builds an
 // execution plan on the first call of every new shape (tens of ms per shape bucket), these need none. Sets
-// *handled when it took the node. STEADYOCR_CUDA_OWN_CONV=0 sends every convolution to cuDNN.
+// *handled when it took the node. BackendConfig::own_conv = false (STEADYOCR_CUDA_OWN_CONV=0) sends every
+// convolution to cuDNN.
 Status build_conv_without_cudnn(PlanBuilder& b, const graph::Node& n, bool* handled);
 
 }  // namespace steadyocr::cuda

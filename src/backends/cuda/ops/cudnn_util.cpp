@@ -21,10 +21,10 @@ bool math_allowed(cudnnMathType_t m, DType dt, bool relaxed) {
 }  // namespace
 
 ConvDescriptors::~ConvDescriptors() {
-  if (x) cudnnDestroyTensorDescriptor(x);
-  if (y) cudnnDestroyTensorDescriptor(y);
-  if (w) cudnnDestroyFilterDescriptor(w);
-  if (conv) cudnnDestroyConvolutionDescriptor(conv);
+  if (x) SO_GPU_TRY(cudnnDestroyTensorDescriptor(x));
+  if (y) SO_GPU_TRY(cudnnDestroyTensorDescriptor(y));
+  if (w) SO_GPU_TRY(cudnnDestroyFilterDescriptor(w));
+  if (conv) SO_GPU_TRY(cudnnDestroyConvolutionDescriptor(conv));
 }
 
 cudnnDataType_t cudnn_type(DType t) {

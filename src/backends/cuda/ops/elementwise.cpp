@@ -28,15 +28,6 @@ k::Dt to_kdt(DType t) {
   }
 }
 
-Status check_launch(const ExecContext& ctx, cudaError_t e, const char* expr, const char* file, int line) {
-  if (e == cudaSuccess && ctx.inject_no_kernel_image) {
-    ctx.inject_no_kernel_image = false;
-    e = cudaErrorNoKernelImageForDevice;
-  }
-  if (e != cudaSuccess) return gpu_status(e, expr, file, line);
-  return Status::ok();
-}
-
 Status EwProgram::to_params(const Bindings& b, k::EwParams* p) const {
   *p = k::EwParams();
   const int rank = static_cast<int>(shape.size());
@@ -105,7 +96,7 @@ Status EwProgram::to_params(const Bindings& b, k::EwParams* p) const {
 }
 
 Status EwStep::enqueue(const ExecContext& ctx) const {
-  SO_LAUNCH(ctx, k::launch_elementwise(params_, ctx.stream));
+  SO_LAUNCH(k::launch_elementwise(params_, ctx.stream));
   return Status::ok();
 }
 

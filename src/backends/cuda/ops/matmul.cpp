@@ -54,6 +54,8 @@ class MatMulStep : public Step {
     writes->push_back(c.ref);
   }
 
+  unsigned calls() const override { return kCallsCublas; }
+
  private:
   const void* pa_ = nullptr;
   const void* pb_ = nullptr;

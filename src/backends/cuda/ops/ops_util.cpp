@@ -90,7 +90,7 @@ Status CopyStep::bind(const Bindings& b) {
 }
 
 Status CopyStep::enqueue(const ExecContext& ctx) const {
-  for (const auto& p : params_) SO_LAUNCH(ctx, k::launch_strided_copy(p, ctx.stream));
+  for (const auto& p : params_) SO_LAUNCH(k::launch_strided_copy(p, ctx.stream));
   return Status::ok();
 }
 
@@ -102,7 +102,7 @@ void CopyStep::collect(std::vector<BufRef>* reads, std::vector<BufRef>* writes) 
 }
 
 Status KernelStep::enqueue(const ExecContext& ctx) const {
-  SO_LAUNCH(ctx, launch_(ctx.stream));
+  SO_LAUNCH(launch_(ctx.stream));
   return Status::ok();
 }
 

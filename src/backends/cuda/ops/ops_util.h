@@ -41,6 +41,7 @@ class CopyStep : public Step {
   Status enqueue(const ExecContext& ctx) const override;
   Status bind(const Bindings& b) override;
   void collect(std::vector<BufRef>* reads, std::vector<BufRef>* writes) const override;
+  unsigned calls() const override { return kCallsOwnKernels; }
 
  private:
   int elem_size_;
@@ -64,6 +65,7 @@ class KernelStep : public Step {
     reads->insert(reads->end(), reads_.begin(), reads_.end());
     writes->insert(writes->end(), writes_.begin(), writes_.end());
   }
+  unsigned calls() const override { return kCallsOwnKernels; }
 
  private:
   std::vector<BufRef> reads_, writes_;

@@ -1,0 +1,58 @@
+// What a CUDA backend is created with. The host fills it (runtime/cuda_plugin.cpp: from its caller, plus the
+// documented environment overrides read once there) and it crosses the plugin boundary as SoBackendConfig; the
+// plugin reads no environment variable. Plain C++ without CUDA, so the host includes it.
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+#include "backends/cuda/plugin_api.h"
+
+namespace steadyocr::cuda {
+
+struct BackendConfig {
+  std::string precision = "fp32";  // "fp32" or "fp16" (reduced precision chosen per layer)
+  size_t memory_budget_bytes = 0;  // 0 = no budget
+  int device = 0;                  // CUDA device index
+  // Execution lanes (stream + cuDNN/cuBLAS handles + events) made at creation, with some device memory mapped
+  // ahead: a server running N requests at once asks for N so its first requests do not create them one by one
+  // under the driver's and cuDNN's locks. 0 = the first runs make them.
+  int lanes = 0;
+  bool debug_sync = false;  // synchronise and check after every step, so an asynchronous fault names its step
+  bool own_conv = true;     // depthwise and pointwise convolutions on own kernels / cuBLAS (false: all on cuDNN)
+  bool cuda_graphs = true;  // replay shape buckets seen twice as CUDA graphs
+  bool calibrate = true;    // fp16: verify the per-layer precision on the first real input of each model
+  std::string fault_spec;   // faults to arm in the plugin at creation (docs/FAULTS.md); "" = none
+};
+
+// The C form of `c`; its strings point into `c`, which must outlive the result.
+inline SoBackendConfig to_abi(const BackendConfig& c) {
+  SoBackendConfig a{};
+  a.struct_size = sizeof(SoBackendConfig);
+  a.precision = c.precision.c_str();
+  a.memory_budget_bytes = c.memory_budget_bytes;
+  a.device = c.device;
+  a.lanes = c.lanes;
+  a.debug_sync = c.debug_sync ? 1 : 0;
+  a.own_conv = c.own_conv ? 1 : 0;
+  a.cuda_graphs = c.cuda_graphs ? 1 : 0;
+  a.calibrate = c.calibrate ? 1 : 0;
+  a.fault_spec = c.fault_spec.c_str();
+  return a;
+}
+
+inline BackendConfig from_abi(const SoBackendConfig& a) {
+  BackendConfig c;
+  c.precision = a.precision ? a.precision : "fp32";
+  c.memory_budget_bytes = a.memory_budget_bytes;
+  c.device = a.device;
+  c.lanes = a.lanes;
+  c.debug_sync = a.debug_sync != 0;
+  c.own_conv = a.own_conv != 0;
+  c.cuda_graphs = a.cuda_graphs != 0;
+  c.calibrate = a.calibrate != 0;
+  c.fault_spec = a.fault_spec ? a.fault_spec : "";
+  return c;
+}
+
+}  // namespace steadyocr::cuda
