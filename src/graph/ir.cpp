@@ -167,9 +167,17 @@ bool Graph::is_graph_output(const Value* v) const {
 }
 
 Status Graph::toposort() {
+  ASSIGN_OR_RETURN(std::vector<Node*> order, topological_order(*this));
+  std::unordered_map<const Node*, size_t> pos;
+  for (size_t i = 0; i < order.size(); ++i) pos[order[i]] = i;
+  std::sort(nodes_.begin(), nodes_.end(), [&](const auto& a, const auto& b) { return pos[a.get()] < pos[b.get()]; });
+  return Status::ok();
+}
+
+Result<std::vector<Node*>> topological_order(const Graph& g) {
   std::unordered_map<const Node*, int> pending;
   std::unordered_map<const Value*, std::vector<Node*>> users;
-  for (auto& n : nodes_) {
+  for (auto& n : g.nodes()) {
     int deps = 0;
     for (Value* in : n->inputs) {
       if (in && in->producer) {
@@ -180,31 +188,41 @@ Status Graph::toposort() {
     pending[n.get()] = deps;
   }
   std::vector<Node*> ready;
-  for (auto& n : nodes_) {
+  for (auto& n : g.nodes()) {
     if (pending[n.get()] == 0) ready.push_back(n.get());
   }
   std::vector<Node*> order;
-  order.reserve(nodes_.size());
+  order.reserve(g.nodes().size());
   // Pop from the front to keep the original order stable among independent nodes.
   size_t head = 0;
   while (head < ready.size()) {
     Node* n = ready[head++];
     order.push_back(n);
     for (Value* o : n->outputs) {
-      for (Node* u : users[o]) {
+      auto it = users.find(o);
+      if (it == users.end()) continue;
+      for (Node* u : it->second) {
         // A node may read the same value twice; each read counted once per occurrence above.
         if (--pending[u] == 0) ready.push_back(u);
       }
     }
   }
-  if (order.size() != nodes_.size()) {
+  if (order.size() != g.nodes().size()) {
     return internal_error(
-        fmt::format("graph '{}' has a cycle ({} of {} nodes orderable)", name_, order.size(), nodes_.size()));
+        fmt::format("graph '{}' has a cycle ({} of {} nodes orderable)", g.name(), order.size(), g.nodes().size()));
   }
-  std::unordered_map<const Node*, size_t> pos;
-  for (size_t i = 0; i < order.size(); ++i) pos[order[i]] = i;
-  std::sort(nodes_.begin(), nodes_.end(), [&](const auto& a, const auto& b) { return pos[a.get()] < pos[b.get()]; });
-  return Status::ok();
+  return order;
+}
+
+bool is_topologically_ordered(const Graph& g) {
+  std::unordered_set<const Value*> produced;
+  for (const auto& n : g.nodes()) {
+    for (const Value* in : n->inputs) {
+      if (in && in->producer && !in->is_constant() && !produced.count(in)) return false;
+    }
+    for (const Value* o : n->outputs) produced.insert(o);
+  }
+  return true;
 }
 
 size_t Graph::remove_dead() {

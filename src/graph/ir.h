@@ -224,7 +224,7 @@ class Graph {
   void replace_all_uses(Value* from, Value* to);
   std::vector<Node*> consumers(const Value* v) const;
   bool is_graph_output(const Value* v) const;
-  // Orders nodes so producers come first; fails on a cycle.
+  // Orders nodes so producers come first (topological_order below); fails on a cycle.
   Status toposort();
   // Drops nodes whose outputs feed nothing, and values nothing refers to. Returns how many nodes went.
   size_t remove_dead();
@@ -254,5 +254,11 @@ class Graph {
   std::map<std::string, Value*> by_name_;
   uint64_t name_counter_ = 0;
 };
+
+// The tree's one topological sort: Kahn's algorithm, ready nodes taken first in, first out (the original order
+// stays among independent nodes); fails on a cycle. Graph::toposort and the backends' schedules use it.
+Result<std::vector<Node*>> topological_order(const Graph& g);
+// Whether every node reads only graph inputs, constants and values of nodes before it.
+bool is_topologically_ordered(const Graph& g);
 
 }  // namespace steadyocr::graph

@@ -4,7 +4,6 @@
 // differ), then places every buffer in one arena by liveness. Running is a loop over prepared steps.
 #pragma once
 
-#include <climits>
 #include <deque>
 #include <map>
 #include <memory>
@@ -38,8 +37,7 @@ struct Buffer {
   int root = -1;  // kView: the buffer holding the bytes
   const void* constant = nullptr;
   int input_index = -1;
-  size_t offset = 0;               // arena offset (kArena)
-  int first = INT_MAX, last = -1;  // steps that touch it (kArena roots)
+  size_t offset = 0;  // arena offset (kArena roots), from the common planner
   std::string name;
 };
 
