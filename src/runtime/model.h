@@ -31,6 +31,10 @@ struct ModelOptions {
   bool reuse_generic_passes = false;
 };
 
+// `options` with constant folding evaluating nodes on the reference kernels (graph/ knows no backend). Model uses
+// it when its options bring no evaluator; callers that run the passes themselves (doctor, run-model, tests) too.
+graph::PassOptions reference_pass_options(graph::PassOptions options = {});
+
 struct ModelStats {
   uint64_t runs = 0;
   uint64_t plans_built = 0;  // first run of a new input shape

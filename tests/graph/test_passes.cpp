@@ -95,7 +95,7 @@ TEST(FoldConstants, ShapeChainFoldsAfterSpecialize) {
   Value* y = b.op(OpKind::kReshape, "reshape", {x, target}, ReshapeAttrs{});
   b.output(b.op(OpKind::kRelu, "relu", {y}, ActAttrs{Activation::relu()}));
   EXPECT_EQ(b.g.node_count(), 7u);
-  ASSERT_TRUE(specialize(b.g, {{4, 6}}).is_ok());
+  ASSERT_TRUE(specialize(b.g, {{4, 6}}, testing::ref_passes()).is_ok());
   EXPECT_EQ(b.ops(), (std::map<std::string, int>{{"Relu", 1}, {"Reshape", 1}}));
   const Node* r = b.g.nodes()[0].get();
   ASSERT_EQ(r->op, OpKind::kReshape);
@@ -113,11 +113,14 @@ TEST(FoldConstants, RespectsTheSizeCap) {
   Value* x = b.input("x", {1000});
   Value* k = b.op(OpKind::kMul, "k", {b.constant("a", random_tensor({1000}, 1)), b.scalar("two", 2.f)});
   b.output(b.op(OpKind::kAdd, "y", {x, k}));
-  auto r = fold_constants(b.g, 1000);  // the folded tensor would be 4000 bytes
+  PassOptions capped = testing::ref_passes();
+  capped.max_fold_bytes = 1000;
+  auto r = fold_constants(b.g, capped);  // the folded tensor would be 4000 bytes
   ASSERT_TRUE(r.is_ok());
   EXPECT_FALSE(*r);
   EXPECT_EQ(b.g.node_count(), 2u);
-  apply_and_check(b.g, static_cast<Result<bool> (*)(Graph&)>(fold_constants), true, {random_tensor({1000}, 2)});
+  apply_and_check(b.g, [](Graph& g) { return fold_constants(g, testing::ref_passes()); }, true,
+                  {random_tensor({1000}, 2)});
   EXPECT_EQ(b.g.node_count(), 1u);
   const Value* folded = b.g.nodes()[0]->input(1);
   ASSERT_TRUE(folded->is_constant());
@@ -129,15 +132,15 @@ TEST(Specialize, RejectsShapesTheModelCannotTake) {
   Value* x = b.input("x", {-1, 3, 48, -1});
   b.output(b.conv("conv", x, 4));
   Graph g2 = b.g.clone();
-  Status s = specialize(b.g, {{1, 4, 48, 100}});
+  Status s = specialize(b.g, {{1, 4, 48, 100}}, testing::ref_passes());
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(s.message().find("input 'x' was given shape [1,4,48,100] but the model expects [?,3,48,?]"),
             std::string::npos)
       << s.message();
-  s = specialize(g2, {{1, 3, 48, 100}, {1}});
+  s = specialize(g2, {{1, 3, 48, 100}, {1}}, testing::ref_passes());
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(s.message().find("1 input(s) but 2 shape(s)"), std::string::npos) << s.message();
-  ASSERT_TRUE(specialize(g2, {{2, 3, 48, 100}}).is_ok());
+  ASSERT_TRUE(specialize(g2, {{2, 3, 48, 100}}, testing::ref_passes()).is_ok());
   EXPECT_EQ(g2.outputs()[0]->shape, (Shape{2, 4, 48, 100}));
 }
 
@@ -536,7 +539,7 @@ TEST(Optimize, ReportAndOptions) {
   build(b);
   Graph before = b.g.clone();
   PassReport report;
-  ASSERT_TRUE(optimize(b.g, {}, &report).is_ok());
+  ASSERT_TRUE(optimize(b.g, testing::ref_passes(), &report).is_ok());
   EXPECT_EQ(report.nodes_before, 6u);
   EXPECT_EQ(b.g.node_count(), 1u);
   EXPECT_EQ(b.g.nodes()[0]->attr<ConvAttrs>().act, Activation::hard_swish());
@@ -557,7 +560,7 @@ TEST(Optimize, ReportAndOptions) {
   Value* hs = p.op(OpKind::kDiv, "div", {p.op(OpKind::kMul, "mul", {hs_in, cl}), p.scalar("six", 6.f)});
   p.output(p.conv("pw", hs, 4, 1));
   Graph p_before = p.g.clone();
-  ASSERT_TRUE(optimize(p.g).is_ok());
+  ASSERT_TRUE(optimize(p.g, testing::ref_passes()).is_ok());
   EXPECT_EQ(p.ops(), (std::map<std::string, int>{{"Conv", 2}}));
   EXPECT_EQ(p.g.nodes()[0]->attr<ConvAttrs>().act, Activation::hard_swish());
   testing::expect_same_outputs(p_before, p.g, {random_tensor({1, 3, 8, 8}, 2, -3.f, 3.f)}, 1e-10);
@@ -567,7 +570,7 @@ TEST(Optimize, ReportAndOptions) {
   PassOptions off;
   off.fold_batchnorm = false;
   off.fuse_activations = false;
-  ASSERT_TRUE(optimize(c.g, off).is_ok());
+  ASSERT_TRUE(optimize(c.g, testing::ref_passes(off)).is_ok());
   EXPECT_EQ(c.ops()["BatchNormalization"], 1);
   EXPECT_EQ(c.ops().count("HardSwish"), 0u);
 }
