@@ -143,6 +143,15 @@ void Graph::remove_node(Node* n) {
   if (it != nodes_.end()) nodes_.erase(it);
 }
 
+void Graph::move_after(Node* n, const Node* anchor) {
+  auto from = std::find_if(nodes_.begin(), nodes_.end(), [n](const auto& p) { return p.get() == n; });
+  if (from == nodes_.end()) return;
+  std::unique_ptr<Node> owned = std::move(*from);
+  nodes_.erase(from);
+  auto at = std::find_if(nodes_.begin(), nodes_.end(), [anchor](const auto& p) { return p.get() == anchor; });
+  nodes_.insert(at == nodes_.end() ? at : std::next(at), std::move(owned));
+}
+
 void Graph::replace_all_uses(Value* from, Value* to) {
   for (auto& n : nodes_) {
     for (Value*& in : n->inputs) {
@@ -174,7 +183,7 @@ Status Graph::toposort() {
   return Status::ok();
 }
 
-Result<std::vector<Node*>> topological_order(const Graph& g) {
+Result<std::vector<Node*>> topological_order(const Graph& g, TopoOrder discipline) {
   std::unordered_map<const Node*, int> pending;
   std::unordered_map<const Value*, std::vector<Node*>> users;
   for (auto& n : g.nodes()) {
@@ -193,17 +202,34 @@ Result<std::vector<Node*>> topological_order(const Graph& g) {
   }
   std::vector<Node*> order;
   order.reserve(g.nodes().size());
-  // Pop from the front to keep the original order stable among independent nodes.
-  size_t head = 0;
-  while (head < ready.size()) {
-    Node* n = ready[head++];
-    order.push_back(n);
-    for (Value* o : n->outputs) {
-      auto it = users.find(o);
-      if (it == users.end()) continue;
-      for (Node* u : it->second) {
-        // A node may read the same value twice; each read counted once per occurrence above.
-        if (--pending[u] == 0) ready.push_back(u);
+  if (discipline == TopoOrder::kBreadthFirst) {
+    // Pop from the front to keep the original order stable among independent nodes.
+    size_t head = 0;
+    while (head < ready.size()) {
+      Node* n = ready[head++];
+      order.push_back(n);
+      for (Value* o : n->outputs) {
+        auto it = users.find(o);
+        if (it == users.end()) continue;
+        for (Node* u : it->second) {
+          // A node may read the same value twice; each read counted once per occurrence above.
+          if (--pending[u] == 0) ready.push_back(u);
+        }
+      }
+    }
+  } else {
+    // A stack, filled in reverse so that the first node and each node's first reader come out first.
+    std::reverse(ready.begin(), ready.end());
+    while (!ready.empty()) {
+      Node* n = ready.back();
+      ready.pop_back();
+      order.push_back(n);
+      for (Value* o : n->outputs) {
+        auto it = users.find(o);
+        if (it == users.end()) continue;
+        for (auto u = it->second.rbegin(); u != it->second.rend(); ++u) {
+          if (--pending[*u] == 0) ready.push_back(*u);
+        }
       }
     }
   }

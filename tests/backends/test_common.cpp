@@ -81,7 +81,7 @@ TEST(Schedule, KeepsAValidOrderAndSortsAnInvalidOne) {
   g.add_node(OpKind::kRelu, "third", {b}, {c}, graph::ActAttrs{graph::Activation::relu()});
   g.outputs().push_back(c);
   EXPECT_FALSE(graph::is_topologically_ordered(g));
-  auto order = schedule(g);
+  auto order = schedule(g, ScheduleOrder::kGraph);
   ASSERT_TRUE(order.is_ok());
   ASSERT_EQ(order->size(), 3u);
   EXPECT_EQ((*order)[0]->name, "first");
@@ -89,12 +89,40 @@ TEST(Schedule, KeepsAValidOrderAndSortsAnInvalidOne) {
   EXPECT_EQ((*order)[2]->name, "third");
   ASSERT_TRUE(g.toposort().is_ok());
   EXPECT_TRUE(graph::is_topologically_ordered(g));
-  auto again = schedule(g);
+  auto again = schedule(g, ScheduleOrder::kGraph);
   ASSERT_TRUE(again.is_ok());
   EXPECT_EQ(*again, *order);
   // A cycle is an error.
   g.nodes()[0]->inputs[0] = c;
-  EXPECT_FALSE(schedule(g).is_ok());
+  EXPECT_FALSE(schedule(g, ScheduleOrder::kGraph).is_ok());
+  EXPECT_FALSE(schedule(g, ScheduleOrder::kDepthFirst).is_ok());
+}
+
+// Depth-first runs a branch to its end before its sibling; the graph's order (breadth-first here) interleaves them.
+TEST(Schedule, DepthFirstRunsAChainToItsEnd) {
+  graph::Graph g;
+  graph::Value* x = g.add_value("x", DType::kF32, {4});
+  g.inputs().push_back(x);
+  auto relu = [&](const char* name, graph::Value* in) {
+    graph::Value* out = g.add_value(name, DType::kF32, {4});
+    g.add_node(OpKind::kRelu, name, {in}, {out}, graph::ActAttrs{graph::Activation::relu()});
+    return out;
+  };
+  graph::Value* a1 = relu("a1", x);
+  graph::Value* b1 = relu("b1", x);
+  graph::Value* a2 = relu("a2", a1);
+  graph::Value* b2 = relu("b2", b1);
+  g.outputs() = {a2, b2};
+  auto names = [](const std::vector<const graph::Node*>& v) {
+    std::vector<std::string> s;
+    for (const graph::Node* n : v) s.push_back(n->name);
+    return s;
+  };
+  auto kept = schedule(g, ScheduleOrder::kGraph);
+  auto deep = schedule(g, ScheduleOrder::kDepthFirst);
+  ASSERT_TRUE(kept.is_ok() && deep.is_ok());
+  EXPECT_EQ(names(*kept), (std::vector<std::string>{"a1", "b1", "a2", "b2"}));
+  EXPECT_EQ(names(*deep), (std::vector<std::string>{"a1", "a2", "b1", "b2"}));
 }
 
 using TestBuild = int (*)();

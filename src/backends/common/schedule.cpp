@@ -2,14 +2,16 @@
 
 namespace steadyocr::common {
 
-Result<std::vector<const graph::Node*>> schedule(const graph::Graph& g) {
+Result<std::vector<const graph::Node*>> schedule(const graph::Graph& g, ScheduleOrder kind) {
   std::vector<const graph::Node*> order;
   order.reserve(g.nodes().size());
-  if (graph::is_topologically_ordered(g)) {
+  if (kind == ScheduleOrder::kGraph && graph::is_topologically_ordered(g)) {
     for (const auto& n : g.nodes()) order.push_back(n.get());
     return order;
   }
-  ASSIGN_OR_RETURN(std::vector<graph::Node*> sorted, graph::topological_order(g));
+  const graph::TopoOrder topo =
+      kind == ScheduleOrder::kGraph ? graph::TopoOrder::kBreadthFirst : graph::TopoOrder::kDepthFirst;
+  ASSIGN_OR_RETURN(std::vector<graph::Node*> sorted, graph::topological_order(g, topo));
   order.assign(sorted.begin(), sorted.end());
   return order;
 }

@@ -242,8 +242,35 @@ const Tensor& PlanBuilder::keep(Tensor t) {
 
 // ---- CpuPlan ----
 
+Status PlanBuilder::expand_epilogue(const graph::Node& n) {
+  expand_.insert(n.name);
+  return unsupported(
+      fmt::format("{}: oneDNN took only part of its epilogue; planning again with it as steps", n.describe()));
+}
+
 Result<std::unique_ptr<CpuPlan>> CpuPlan::build(const graph::Graph& graph, WeightCache& weights,
                                                 std::shared_ptr<ArenaPool> pool) {
+  std::set<std::string> expand;
+  auto plan = build_once(graph, weights, pool, &expand);
+  // Each retry expands at least one more node's epilogue, so this ends.
+  while (!plan.is_ok() && !expand.empty()) {
+    const size_t asked = expand.size();
+    graph::Graph g = graph.clone();
+    std::vector<graph::Node*> nodes;
+    for (const auto& n : g.nodes()) {
+      if (expand.count(n->name) && !n->epilogue.empty()) nodes.push_back(n.get());
+    }
+    if (nodes.empty()) break;
+    for (graph::Node* n : nodes) graph::expand_epilogue(g, n);
+    log::debug("cpu", "'{}': {} epilogues run as steps of their own", graph.name(), nodes.size());
+    plan = build_once(g, weights, pool, &expand);
+    if (expand.size() == asked) break;
+  }
+  return plan;
+}
+
+Result<std::unique_ptr<CpuPlan>> CpuPlan::build_once(const graph::Graph& graph, WeightCache& weights,
+                                                     std::shared_ptr<ArenaPool> pool, std::set<std::string>* expand) {
   std::unique_ptr<CpuPlan> plan(new CpuPlan());
   plan->pool_ = std::move(pool);
   plan->name_ = graph.name();
@@ -263,7 +290,8 @@ Result<std::unique_ptr<CpuPlan>> CpuPlan::build(const graph::Graph& graph, Weigh
   }
   Stopwatch build_watch;
   const double cpu_start = process_cpu_ms();
-  ASSIGN_OR_RETURN(auto order, common::schedule(graph));
+  // Depth-first: elementwise chains find their operands built and their intermediates die early.
+  ASSIGN_OR_RETURN(auto order, common::schedule(graph, common::ScheduleOrder::kDepthFirst));
   for (const graph::Node* n : order) {
     if (b.absorbed_.count(n) || common::is_folded(*n)) continue;
     for (const graph::Value* o : n->outputs) {
@@ -276,7 +304,10 @@ Result<std::unique_ptr<CpuPlan>> CpuPlan::build(const graph::Graph& graph, Weigh
     Status s =
         op ? op->build(b, *n)
            : unsupported(fmt::format("{}: the cpu backend has no kernel for {}", n->describe(), graph::op_name(n->op)));
-    if (!s.is_ok()) return s.with_context(fmt::format("cpu backend, {}", n->describe()));
+    if (!s.is_ok()) {
+      expand->insert(b.expand_.begin(), b.expand_.end());
+      return s.with_context(fmt::format("cpu backend, {}", n->describe()));
+    }
     b.built_.insert(n);
   }
   for (const graph::Value* v : graph.outputs()) {

@@ -271,7 +271,7 @@ Result<std::unique_ptr<Plan>> PlanBuilder::build() {
   // The cuDNN workspace: one whole-run buffer sized after every step is known.
   plan_->workspace = BufRef{new_buffer(0, true), 0};
   Stopwatch sw;
-  ASSIGN_OR_RETURN(std::vector<const Node*> order, common::schedule(graph_));
+  ASSIGN_OR_RETURN(std::vector<const Node*> order, common::schedule(graph_, common::ScheduleOrder::kGraph));
   for (const Node* n : order) RETURN_IF_ERROR(build_node(*n));
   RETURN_IF_ERROR(finish_outputs());
   plan_->buffers[plan_->workspace.buf].bytes = align_up(std::max<size_t>(plan_->workspace_bytes, 1));

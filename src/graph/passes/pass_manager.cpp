@@ -57,6 +57,8 @@ Status optimize(Graph& graph, const PassOptions& options, PassReport* report) {
       {"Conv+residual fusion", fuse_conv_residual, options.fuse_residual},
       {"Conv+activation fusion", fuse_conv_activation, options.fuse_activations},
       {"eliminate identities", eliminate_identities, true},
+      // Last: the chains it takes must have reached their final form.
+      {"epilogue fusion", [&options](Graph& g) { return fuse_epilogues(g, options); }, options.fuse_epilogues},
   };
   bool all_static = true;
   for (const auto& v : graph.values()) all_static = all_static && v->has_static_shape();

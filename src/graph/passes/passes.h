@@ -23,6 +23,7 @@ struct PassOptions {
   bool fuse_activations = true;
   bool fuse_layernorm = true;
   bool fuse_residual = true;
+  bool fuse_epilogues = true;  // the pointwise chains after convolutions and matmuls (fuse_epilogues)
   bool verify_each = true;
   // How constant folding evaluates a node. Without one only what needs no kernel folds (Shape of a static
   // shape, constant Reshape targets), which leaves a graph with computed constants the backends then run.
@@ -51,6 +52,10 @@ Result<bool> fuse_conv_activation(Graph& graph);  // Conv/ConvTranspose -> Relu|
 Result<bool> fuse_layernorm(Graph& graph);        // ReduceMean/Sub/Pow/ReduceMean/Add/Sqrt/Div/Mul/Add => LayerNorm
 Result<bool> fuse_conv_residual(Graph& graph);    // Conv(act none) -> Add(other) => Conv with residual input
 Result<bool> eliminate_identities(Graph& graph);  // Identity, no-op Reshape/Squeeze chains on static shapes
+// Conv/ConvTranspose/MatMul -> pointwise chain (activations, Sqrt, BatchNorm, constant scalar or per-channel
+// arithmetic, one residual Add, swish) => the chain as the node's epilogue stages (Node::epilogue).
+struct PassOptions;
+Result<bool> fuse_epilogues(Graph& graph, const PassOptions& options);
 
 struct PassReport {
   struct Step {
