@@ -10,6 +10,7 @@
 #include "graph/onnx_import.h"
 #include "graph/passes/passes.h"
 #include "runtime/backend_registry.h"
+#include "runtime/model.h"
 
 namespace steadyocr::cli {
 namespace {
@@ -48,7 +49,8 @@ int run_model(const RunModelArgs& a) {
   graph::Graph& g = *graph;
   size_t imported_nodes = g.node_count();
   Stopwatch sw;
-  Status s = graph::specialize(g, {input->shape()});
+  const graph::PassOptions passes = runtime::reference_pass_options();
+  Status s = graph::specialize(g, {input->shape()}, passes);
   if (!s.is_ok()) {
     std::fprintf(stderr, "error: %s\n", s.to_string().c_str());
     return kExitFailed;
@@ -56,7 +58,7 @@ int run_model(const RunModelArgs& a) {
   size_t specialized_nodes = g.node_count();
   graph::PassReport report;
   if (!a.no_passes) {
-    s = graph::optimize(g, {}, &report);
+    s = graph::optimize(g, passes, &report);
     if (!s.is_ok()) {
       std::fprintf(stderr, "error: %s\n", s.to_string().c_str());
       return kExitFailed;

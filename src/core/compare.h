@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "core/tensor.h"
 
@@ -22,5 +23,10 @@ struct Comparison {
 
 // Compares any numeric tensors (converted to float); `expected` is the reference.
 Comparison compare_tensors(const Tensor& actual, const Tensor& expected);
+// The same for float arrays; a length mismatch counts as a shape mismatch.
+Comparison compare_floats(const std::vector<float>& actual, const std::vector<float>& expected);
+// NMSE from its two sums (for callers that accumulate them elsewhere, e.g. on a device):
+// sum_sq_diff / max(sum_sq_expected, 1e-30).
+double nmse_from_sums(double sum_sq_diff, double sum_sq_expected);
 
 }  // namespace steadyocr

@@ -16,6 +16,7 @@
 #include "graph/onnx_import.h"
 #include "graph/passes/passes.h"
 #include "runtime/backend_registry.h"
+#include "runtime/model.h"
 
 namespace steadyocr::doctor {
 
@@ -84,8 +85,9 @@ Result<graph::Graph> load_specialised(const std::string& path, int det_size, Sha
   ASSIGN_OR_RETURN(graph::Graph g, graph::import_onnx(path));
   if (g.inputs().size() != 1) return invalid_argument("expected one input, found " + std::to_string(g.inputs().size()));
   *shape = typical_input_shape(g, det_size);
-  RETURN_IF_ERROR(graph::specialize(g, {*shape}));
-  RETURN_IF_ERROR(graph::optimize(g));
+  const graph::PassOptions passes = runtime::reference_pass_options();
+  RETURN_IF_ERROR(graph::specialize(g, {*shape}, passes));
+  RETURN_IF_ERROR(graph::optimize(g, passes));
   return g;
 }
 

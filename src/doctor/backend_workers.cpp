@@ -15,6 +15,7 @@
 #include "doctor/test_graphs.h"
 #include "graph/onnx_import.h"
 #include "graph/passes/passes.h"
+#include "runtime/model.h"
 
 namespace steadyocr::doctor {
 
@@ -32,8 +33,9 @@ Result<TestGraph> workload(const std::string& models_dir) {
       TestGraph tg;
       tg.name = "ch_PP-OCRv4_rec_infer.onnx [1,3,48,320]";
       tg.graph = std::move(g).value();
-      RETURN_IF_ERROR(graph::specialize(tg.graph, {{1, 3, 48, 320}}));
-      RETURN_IF_ERROR(graph::optimize(tg.graph));
+      const graph::PassOptions passes = runtime::reference_pass_options();
+      RETURN_IF_ERROR(graph::specialize(tg.graph, {{1, 3, 48, 320}}, passes));
+      RETURN_IF_ERROR(graph::optimize(tg.graph, passes));
       tg.inputs.push_back(random_values({1, 3, 48, 320}, 5));
       return tg;
     }

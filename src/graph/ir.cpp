@@ -143,6 +143,15 @@ void Graph::remove_node(Node* n) {
   if (it != nodes_.end()) nodes_.erase(it);
 }
 
+void Graph::move_after(Node* n, const Node* anchor) {
+  auto from = std::find_if(nodes_.begin(), nodes_.end(), [n](const auto& p) { return p.get() == n; });
+  if (from == nodes_.end()) return;
+  std::unique_ptr<Node> owned = std::move(*from);
+  nodes_.erase(from);
+  auto at = std::find_if(nodes_.begin(), nodes_.end(), [anchor](const auto& p) { return p.get() == anchor; });
+  nodes_.insert(at == nodes_.end() ? at : std::next(at), std::move(owned));
+}
+
 void Graph::replace_all_uses(Value* from, Value* to) {
   for (auto& n : nodes_) {
     for (Value*& in : n->inputs) {
@@ -167,9 +176,17 @@ bool Graph::is_graph_output(const Value* v) const {
 }
 
 Status Graph::toposort() {
+  ASSIGN_OR_RETURN(std::vector<Node*> order, topological_order(*this));
+  std::unordered_map<const Node*, size_t> pos;
+  for (size_t i = 0; i < order.size(); ++i) pos[order[i]] = i;
+  std::sort(nodes_.begin(), nodes_.end(), [&](const auto& a, const auto& b) { return pos[a.get()] < pos[b.get()]; });
+  return Status::ok();
+}
+
+Result<std::vector<Node*>> topological_order(const Graph& g, TopoOrder discipline) {
   std::unordered_map<const Node*, int> pending;
   std::unordered_map<const Value*, std::vector<Node*>> users;
-  for (auto& n : nodes_) {
+  for (auto& n : g.nodes()) {
     int deps = 0;
     for (Value* in : n->inputs) {
       if (in && in->producer) {
@@ -180,31 +197,58 @@ Status Graph::toposort() {
     pending[n.get()] = deps;
   }
   std::vector<Node*> ready;
-  for (auto& n : nodes_) {
+  for (auto& n : g.nodes()) {
     if (pending[n.get()] == 0) ready.push_back(n.get());
   }
   std::vector<Node*> order;
-  order.reserve(nodes_.size());
-  // Pop from the front to keep the original order stable among independent nodes.
-  size_t head = 0;
-  while (head < ready.size()) {
-    Node* n = ready[head++];
-    order.push_back(n);
-    for (Value* o : n->outputs) {
-      for (Node* u : users[o]) {
-        // A node may read the same value twice; each read counted once per occurrence above.
-        if (--pending[u] == 0) ready.push_back(u);
+  order.reserve(g.nodes().size());
+  if (discipline == TopoOrder::kBreadthFirst) {
+    // Pop from the front to keep the original order stable among independent nodes.
+    size_t head = 0;
+    while (head < ready.size()) {
+      Node* n = ready[head++];
+      order.push_back(n);
+      for (Value* o : n->outputs) {
+        auto it = users.find(o);
+        if (it == users.end()) continue;
+        for (Node* u : it->second) {
+          // A node may read the same value twice; each read counted once per occurrence above.
+          if (--pending[u] == 0) ready.push_back(u);
+        }
+      }
+    }
+  } else {
+    // A stack, filled in reverse so that the first node and each node's first reader come out first.
+    std::reverse(ready.begin(), ready.end());
+    while (!ready.empty()) {
+      Node* n = ready.back();
+      ready.pop_back();
+      order.push_back(n);
+      for (Value* o : n->outputs) {
+        auto it = users.find(o);
+        if (it == users.end()) continue;
+        for (auto u = it->second.rbegin(); u != it->second.rend(); ++u) {
+          if (--pending[*u] == 0) ready.push_back(*u);
+        }
       }
     }
   }
-  if (order.size() != nodes_.size()) {
+  if (order.size() != g.nodes().size()) {
     return internal_error(
-        fmt::format("graph '{}' has a cycle ({} of {} nodes orderable)", name_, order.size(), nodes_.size()));
+        fmt::format("graph '{}' has a cycle ({} of {} nodes orderable)", g.name(), order.size(), g.nodes().size()));
   }
-  std::unordered_map<const Node*, size_t> pos;
-  for (size_t i = 0; i < order.size(); ++i) pos[order[i]] = i;
-  std::sort(nodes_.begin(), nodes_.end(), [&](const auto& a, const auto& b) { return pos[a.get()] < pos[b.get()]; });
-  return Status::ok();
+  return order;
+}
+
+bool is_topologically_ordered(const Graph& g) {
+  std::unordered_set<const Value*> produced;
+  for (const auto& n : g.nodes()) {
+    for (const Value* in : n->inputs) {
+      if (in && in->producer && !in->is_constant() && !produced.count(in)) return false;
+    }
+    for (const Value* o : n->outputs) produced.insert(o);
+  }
+  return true;
 }
 
 size_t Graph::remove_dead() {

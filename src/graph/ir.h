@@ -166,6 +166,42 @@ using OpAttrs = std::variant<std::monostate, ConvAttrs, ConvTransposeAttrs, Batc
                              ResizeAttrs, AxisAttrs, SoftmaxAttrs, TransposeAttrs, ReduceAttrs, AxesAttrs, SliceAttrs,
                              CastAttrs, ReshapeAttrs, LayerNormAttrs>;
 
+// One pointwise stage of a fused epilogue: a node that fuse_epilogues absorbed into a Conv, ConvTranspose or
+// MatMul, kept as it was (op, attributes, operands, names) so that expand_epilogues can give it back to a backend
+// that runs stages one by one, and tagged with what it does to the running value so that a backend fusing it
+// needs no pattern matching of its own.
+struct EpilogueStage {
+  enum class Role : uint8_t {
+    kPointwise,     // an activation, Sqrt or BatchNorm (constant parameters) of the running value
+    kScalar,        // Add/Sub/Mul/Div/Pow of the running value and a constant scalar
+    kPerChannel,    // Add/Sub/Mul/Div of the running value and a constant varying along the channel axis only
+    kResidual,      // Add of the running value and a computed tensor of the same shape
+    kSwishScale,    // Mul of the running value by a constant scalar k, read only by the kSwishGate after it
+    kSwishGate,     // Sigmoid of the running value (or of the kSwishScale before it), read only by kSwishProduct
+    kSwishProduct,  // running value * the kSwishGate: with the two stages before, x * sigmoid(k * x)
+  };
+  struct Operand {
+    enum class Kind : uint8_t { kHead, kStage, kInput } kind = Kind::kHead;
+    // kStage: an earlier stage's result; kInput: an input of the fused node (a constant or the residual).
+    int index = 0;
+  };
+  Role role = Role::kPointwise;
+  OpKind op = OpKind::kIdentity;
+  OpAttrs attrs;
+  std::vector<Operand> operands;  // the absorbed node's inputs, in order
+  std::string node;               // the absorbed node's name
+  std::string value;              // its output's name (the last stage's is the fused node's output)
+};
+
+struct Epilogue {
+  std::vector<EpilogueStage> stages;  // run in order after the node's own result (a Conv's: bias, residual, act)
+  size_t own_inputs = 0;              // inputs before the stages' operands (Conv: 4, ConvTranspose: 3, MatMul: 2)
+  size_t original_inputs = 0;         // how many the node had before fusion (expansion restores it)
+  int channel_axis = 1;               // the axis kPerChannel constants vary along
+  std::string head;                   // the name of the node's own result before fusion
+  bool empty() const { return stages.empty(); }
+};
+
 struct Node;
 
 struct Value {
@@ -185,6 +221,7 @@ struct Node {
   std::vector<Value*> inputs;  // nullptr for an omitted optional input
   std::vector<Value*> outputs;
   OpAttrs attrs;
+  Epilogue epilogue;  // pointwise stages fused after the result (Conv, ConvTranspose, MatMul); usually empty
 
   Value* input(size_t i) const { return i < inputs.size() ? inputs[i] : nullptr; }
   Value* output(size_t i = 0) const { return i < outputs.size() ? outputs[i] : nullptr; }
@@ -220,11 +257,13 @@ class Graph {
 
   // Detaches and deletes the node; its outputs lose their producer (remove_dead() drops them).
   void remove_node(Node* n);
+  // Moves `n` to just after `anchor` in the node order.
+  void move_after(Node* n, const Node* anchor);
   // Every use of `from` (node inputs and graph outputs) now reads `to`.
   void replace_all_uses(Value* from, Value* to);
   std::vector<Node*> consumers(const Value* v) const;
   bool is_graph_output(const Value* v) const;
-  // Orders nodes so producers come first; fails on a cycle.
+  // Orders nodes so producers come first (topological_order below); fails on a cycle.
   Status toposort();
   // Drops nodes whose outputs feed nothing, and values nothing refers to. Returns how many nodes went.
   size_t remove_dead();
@@ -254,5 +293,22 @@ class Graph {
   std::map<std::string, Value*> by_name_;
   uint64_t name_counter_ = 0;
 };
+
+// How the one topological sort below takes ready nodes. kBreadthFirst: first in, first out (the original order
+// stays among independent nodes; Graph::toposort). kDepthFirst: last in, first out, starting from the first node
+// and each node's readers in order, so a chain runs to its end before a sibling branch starts (short live ranges).
+enum class TopoOrder : uint8_t { kBreadthFirst, kDepthFirst };
+
+// The tree's one topological sort: Kahn's algorithm; fails on a cycle. Graph::toposort and the backends'
+// schedules (backends/common/schedule.h) use it.
+Result<std::vector<Node*>> topological_order(const Graph& g, TopoOrder order = TopoOrder::kBreadthFirst);
+// Whether every node reads only graph inputs, constants and values of nodes before it.
+bool is_topologically_ordered(const Graph& g);
+
+// Gives `n`'s epilogue stages back as the nodes they were, right after `n` (same names, operands and order), for
+// a backend that runs them one by one or could not fuse them. Returns the nodes made.
+std::vector<Node*> expand_epilogue(Graph& g, Node* n);
+// expand_epilogue for every node; returns how many nodes had one.
+size_t expand_epilogues(Graph& g);
 
 }  // namespace steadyocr::graph

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <unordered_set>
 
@@ -187,11 +188,40 @@ bool shapes_agree(const Shape& stored, const Shape& inferred) {
   return true;
 }
 
+// A fused epilogue: on a Conv/ConvTranspose/MatMul, each stage a pointwise op whose operands are the node's own
+// result, an earlier stage, or one of the inputs after the node's own.
+Status check_epilogue(const Node& n) {
+  const Epilogue& e = n.epilogue;
+  if (e.empty()) return Status::ok();
+  if (n.op != OpKind::kConv && n.op != OpKind::kConvTranspose && n.op != OpKind::kMatMul) {
+    return bad(n, "carries an epilogue (only Conv, ConvTranspose and MatMul do)");
+  }
+  if (e.own_inputs > n.inputs.size() || e.original_inputs > e.own_inputs) return bad(n, "epilogue input counts");
+  for (size_t i = 0; i < e.stages.size(); ++i) {
+    const EpilogueStage& st = e.stages[i];
+    if (st.op >= OpKind::kCount || st.attrs.index() != expected_attrs(st.op)) {
+      return bad(n, "epilogue stage {} ('{}') has an invalid op or attributes", i, st.node);
+    }
+    for (const EpilogueStage::Operand& o : st.operands) {
+      const bool ok =
+          o.kind == EpilogueStage::Operand::Kind::kHead ||
+          (o.kind == EpilogueStage::Operand::Kind::kStage && o.index >= 0 && o.index < static_cast<int>(i)) ||
+          (o.kind == EpilogueStage::Operand::Kind::kInput &&
+           (o.index == -1 ||
+            (o.index >= static_cast<int>(e.own_inputs) && o.index < static_cast<int>(n.inputs.size()))));
+      if (!ok) return bad(n, "epilogue stage {} ('{}') reads an operand that does not exist", i, st.node);
+    }
+  }
+  return Status::ok();
+}
+
 Status check_inference(const Node& n) {
   Node probe;
   probe.op = n.op;
   probe.name = n.name;
-  probe.inputs = n.inputs;  // read only by inference
+  // Read only by inference; an epilogue's operands are not the op's.
+  const size_t own = n.epilogue.empty() ? n.inputs.size() : n.epilogue.own_inputs;
+  probe.inputs.assign(n.inputs.begin(), n.inputs.begin() + std::min(own, n.inputs.size()));
   probe.attrs = n.attrs;
   std::vector<Value> outs(n.outputs.size());
   for (size_t i = 0; i < n.outputs.size(); ++i) {
@@ -248,9 +278,11 @@ Status verify(const Graph& graph, const VerifyOptions& options) {
     if (n.op >= OpKind::kCount) return internal_error(fmt::format("verifier: node '{}' has an invalid op", n.name));
     if (n.attrs.index() != expected_attrs(n.op)) return bad(n, "carries attributes of the wrong kind for its op");
     Arity ar = arity(n.op);
-    if (n.inputs.size() < ar.min || n.inputs.size() > ar.max) {
-      return bad(n, "has {} inputs, expected {} to {}", n.inputs.size(), ar.min, ar.max == SIZE_MAX ? 99 : ar.max);
+    const size_t own = n.epilogue.empty() ? n.inputs.size() : n.epilogue.original_inputs;
+    if (own < ar.min || own > ar.max) {
+      return bad(n, "has {} inputs, expected {} to {}", own, ar.min, ar.max == SIZE_MAX ? 99 : ar.max);
     }
+    RETURN_IF_ERROR(check_epilogue(n));
     for (size_t i = 0; i < n.inputs.size(); ++i) {
       const Value* in = n.inputs[i];
       if (!in) {

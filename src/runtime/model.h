@@ -45,6 +45,10 @@ struct OpPlacement {
   uint64_t nodes = 0;  // placements made: nodes of this op, summed over the shapes planned
 };
 
+// `options` with constant folding evaluating nodes on the reference kernels (graph/ knows no backend). Model uses
+// it when its options bring no evaluator; callers that run the passes themselves (doctor, run-model, tests) too.
+graph::PassOptions reference_pass_options(graph::PassOptions options = {});
+
 struct ModelStats {
   uint64_t runs = 0;
   uint64_t plans_built = 0;  // first run of a new input shape

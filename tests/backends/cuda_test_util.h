@@ -11,6 +11,7 @@
 #include "graph/passes/passes.h"
 #include "runtime/backend_registry.h"
 #include "runtime/cuda_plugin.h"
+#include "runtime/model.h"
 #include "test_util.h"
 
 namespace steadyocr::testing {
@@ -35,8 +36,8 @@ inline std::shared_ptr<Backend> cuda_backend_or_null(const std::string& name, st
 // The model file, imported, specialised for `shape` and optimised as the runtime does.
 inline Result<graph::Graph> optimized_model(const std::string& file, const Shape& shape) {
   ASSIGN_OR_RETURN(graph::Graph g, graph::import_onnx(models_dir() + "/" + file));
-  RETURN_IF_ERROR(graph::specialize(g, {shape}));
-  RETURN_IF_ERROR(graph::optimize(g));
+  RETURN_IF_ERROR(graph::specialize(g, {shape}, runtime::reference_pass_options()));
+  RETURN_IF_ERROR(graph::optimize(g, runtime::reference_pass_options()));
   return g;
 }
 

@@ -13,6 +13,7 @@
 
 #include "backends/reference/reference_backend.h"
 #include "core/parallel.h"
+#include "graph/passes/passes.h"
 #include "op_cases.h"
 #include "runtime/backend_registry.h"
 #include "test_util.h"
@@ -60,9 +61,21 @@ int64_t count_non_finite(const Tensor& t) {
   return n;
 }
 
-Status run_on(Backend& backend, const CaseGraph& c, std::vector<Tensor>* outputs) {
-  ASSIGN_OR_RETURN(std::unique_ptr<PreparedGraph> prepared, backend.prepare(c.graph));
+Status run_on(Backend& backend, const graph::Graph& g, const CaseGraph& c, std::vector<Tensor>* outputs) {
+  ASSIGN_OR_RETURN(std::unique_ptr<PreparedGraph> prepared, backend.prepare(g));
   return prepared->run(c.inputs, outputs);
+}
+
+Status run_on(Backend& backend, const CaseGraph& c, std::vector<Tensor>* outputs) {
+  return run_on(backend, c.graph, c, outputs);
+}
+
+// The case as the runtime hands it to a backend: pointwise chains fused into epilogues (the passes' last step).
+graph::Graph with_epilogues(const CaseGraph& c) {
+  graph::Graph g = c.graph.clone();
+  auto fused = graph::fuse_epilogues(g, {});
+  EXPECT_TRUE(fused.is_ok()) << fused.status().to_string();
+  return g;
 }
 
 class BackendOps : public ::testing::TestWithParam<BackendCase> {};
@@ -94,10 +107,11 @@ TEST_P(BackendOps, MatchesReference) {
   }
   auto backend = runtime::create_backend(name);
   if (!backend.is_ok()) GTEST_SKIP() << name << " unavailable: " << backend.status().to_string();
-  for (const auto& n : c.graph.nodes()) {
+  const graph::Graph fused = with_epilogues(c);
+  for (const auto& n : fused.nodes()) {
     if (!(*backend)->supports(*n)) GTEST_SKIP() << name << " declines " << n->describe();
   }
-  s = run_on(**backend, c, &actual);
+  s = run_on(**backend, fused, c, &actual);
   ASSERT_TRUE(s.is_ok()) << name << ": " << s.to_string();
   ASSERT_EQ(actual.size(), expected.size());
   const double tol = reduced_precision(name) ? oc.max_nmse_reduced : oc.max_nmse;

@@ -17,6 +17,7 @@
 #include "backends/cpu/weight_cache.h"
 #include "backends/reference/reference_backend.h"
 #include "core/parallel.h"
+#include "graph/passes/passes.h"
 #include "op_cases.h"
 #include "runtime/backend_registry.h"
 #include "test_util.h"
@@ -169,11 +170,18 @@ TEST(CpuEltwiseEngine, InPlaceOverOperandZero) {
 
 // ---- plans: fusion, layouts, memory ----
 
-// Runs a case graph on the cpu backend and the reference; returns the cpu plan's step labels.
+// A case graph as the runtime's passes hand it to a backend: pointwise chains fused into epilogues.
+graph::Graph with_epilogues(const graph::Graph& g) {
+  graph::Graph fused = g.clone();
+  EXPECT_TRUE(graph::fuse_epilogues(fused, {}).is_ok());
+  return fused;
+}
+
+// Runs a case graph on the cpu backend (with_epilogues) and the reference; returns the cpu plan's step labels.
 std::vector<std::string> expect_matches_reference(const CaseGraph& c, double max_nmse = 1e-9) {
   auto cpu = cpu_or_null();
   auto ref = make_reference_backend();
-  auto pc = cpu->prepare(c.graph);
+  auto pc = cpu->prepare(with_epilogues(c.graph));
   auto pr = ref->prepare(c.graph);
   EXPECT_TRUE(pc.is_ok()) << pc.status().to_string();
   EXPECT_TRUE(pr.is_ok()) << pr.status().to_string();
@@ -352,7 +360,7 @@ TEST(CpuThreads, ResultIndependentOfThreadCount) {
       continue;
     }
     CaseGraph c = oc.build();
-    auto p = cpu->prepare(c.graph);
+    auto p = cpu->prepare(with_epilogues(c.graph));
     ASSERT_TRUE(p.is_ok()) << oc.name << ": " << p.status().to_string();
     std::vector<Tensor> one, many;
     set_num_threads(1);
@@ -381,7 +389,7 @@ TEST(CpuThreads, ConcurrentRunsOfDifferentPlans) {
   std::vector<std::unique_ptr<PreparedGraph>> plans;
   std::vector<std::vector<Tensor>> alone(cases.size());
   for (size_t i = 0; i < cases.size(); ++i) {
-    auto p = cpu->prepare(cases[i].graph);
+    auto p = cpu->prepare(with_epilogues(cases[i].graph));
     ASSERT_TRUE(p.is_ok()) << p.status().to_string();
     ASSERT_TRUE((*p)->run(cases[i].inputs, &alone[i]).is_ok());
     plans.push_back(std::move(p).value());

@@ -61,8 +61,8 @@ bool strip_final_sigmoid(graph::Graph& g) {
 Result<Tensor> run_graph(Backend& backend, const graph::Graph& imported, const Tensor& input, bool optimized,
                          bool logits = false) {
   graph::Graph g = imported.clone();
-  RETURN_IF_ERROR(graph::specialize(g, {input.shape()}));
-  if (optimized) RETURN_IF_ERROR(graph::optimize(g));
+  RETURN_IF_ERROR(graph::specialize(g, {input.shape()}, runtime::reference_pass_options()));
+  if (optimized) RETURN_IF_ERROR(graph::optimize(g, runtime::reference_pass_options()));
   if (logits && !strip_final_sigmoid(g)) return internal_error("det output is not a sigmoid");
   ASSIGN_OR_RETURN(auto prepared, backend.prepare(g));
   std::vector<Tensor> out;
@@ -203,8 +203,8 @@ TEST(CpuLayerwise, DetIntermediatesMatchReference) {
   auto imported = graph::import_onnx(models_dir() + "/ch_PP-OCRv4_det_infer.onnx");
   ASSERT_TRUE(imported.is_ok());
   graph::Graph g = imported->clone();
-  ASSERT_TRUE(graph::specialize(g, {input->shape()}).is_ok());
-  ASSERT_TRUE(graph::optimize(g).is_ok());
+  ASSERT_TRUE(graph::specialize(g, {input->shape()}, runtime::reference_pass_options()).is_ok());
+  ASSERT_TRUE(graph::optimize(g, runtime::reference_pass_options()).is_ok());
   std::vector<graph::Value*> outs;
   for (const auto& n : g.nodes()) {
     for (graph::Value* v : n->outputs) {

@@ -20,6 +20,7 @@
 #include "core/timer.h"
 #include "graph/onnx_import.h"
 #include "graph/passes/passes.h"
+#include "runtime/model.h"
 #include "test_util.h"
 
 namespace steadyocr::testing {
@@ -98,11 +99,11 @@ TEST_P(GoldenModels, ReferenceMatchesOnnxRuntime) {
     SCOPED_TRACE(optimized ? "optimized" : "specialised only");
     graph::Graph g = imported->clone();
     Stopwatch plan_watch;
-    Status s = graph::specialize(g, {input->shape()});
+    Status s = graph::specialize(g, {input->shape()}, runtime::reference_pass_options());
     ASSERT_TRUE(s.is_ok()) << s.to_string();
     graph::PassReport report;
     if (optimized) {
-      s = graph::optimize(g, {}, &report);
+      s = graph::optimize(g, runtime::reference_pass_options(), &report);
       ASSERT_TRUE(s.is_ok()) << s.to_string();
     }
     auto prepared = backend->prepare(g);

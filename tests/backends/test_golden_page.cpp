@@ -7,6 +7,7 @@
 #include "graph/onnx_import.h"
 #include "graph/passes/passes.h"
 #include "runtime/backend_registry.h"
+#include "runtime/model.h"
 #include "test_util.h"
 
 namespace steadyocr::testing {
@@ -28,9 +29,9 @@ TEST_P(DetPageGolden, MatchesOnnxRuntime) {
   ASSERT_TRUE(backend.is_ok()) << backend.status().to_string();
   auto g = graph::import_onnx(models_dir() + "/ch_PP-OCRv4_det_infer.onnx");
   ASSERT_TRUE(g.is_ok()) << g.status().to_string();
-  ASSERT_TRUE(graph::specialize(*g, {input->shape()}).is_ok());
+  ASSERT_TRUE(graph::specialize(*g, {input->shape()}, runtime::reference_pass_options()).is_ok());
   if (optimized) {
-    ASSERT_TRUE(graph::optimize(*g).is_ok());
+    ASSERT_TRUE(graph::optimize(*g, runtime::reference_pass_options()).is_ok());
   }
   auto prepared = (*backend)->prepare(*g);
   ASSERT_TRUE(prepared.is_ok()) << prepared.status().to_string();

@@ -7,9 +7,16 @@
 
 #include "backends/reference/reference_backend.h"
 #include "graph/ir.h"
+#include "graph/passes/passes.h"
 #include "test_util.h"
 
 namespace steadyocr::testing {
+
+// Pass options as the runtime builds them: constant folding evaluates nodes with the reference kernels.
+inline graph::PassOptions ref_passes(graph::PassOptions options = {}) {
+  options.evaluate = run_node_reference;
+  return options;
+}
 
 // Runs a statically shaped graph on the reference backend; empty on failure (with a test failure recorded).
 inline std::vector<Tensor> run_graph(const graph::Graph& g, const std::vector<Tensor>& inputs) {

@@ -95,7 +95,7 @@ TEST(FoldConstants, ShapeChainFoldsAfterSpecialize) {
   Value* y = b.op(OpKind::kReshape, "reshape", {x, target}, ReshapeAttrs{});
   b.output(b.op(OpKind::kRelu, "relu", {y}, ActAttrs{Activation::relu()}));
   EXPECT_EQ(b.g.node_count(), 7u);
-  ASSERT_TRUE(specialize(b.g, {{4, 6}}).is_ok());
+  ASSERT_TRUE(specialize(b.g, {{4, 6}}, testing::ref_passes()).is_ok());
   EXPECT_EQ(b.ops(), (std::map<std::string, int>{{"Relu", 1}, {"Reshape", 1}}));
   const Node* r = b.g.nodes()[0].get();
   ASSERT_EQ(r->op, OpKind::kReshape);
@@ -113,11 +113,14 @@ TEST(FoldConstants, RespectsTheSizeCap) {
   Value* x = b.input("x", {1000});
   Value* k = b.op(OpKind::kMul, "k", {b.constant("a", random_tensor({1000}, 1)), b.scalar("two", 2.f)});
   b.output(b.op(OpKind::kAdd, "y", {x, k}));
-  auto r = fold_constants(b.g, 1000);  // the folded tensor would be 4000 bytes
+  PassOptions capped = testing::ref_passes();
+  capped.max_fold_bytes = 1000;
+  auto r = fold_constants(b.g, capped);  // the folded tensor would be 4000 bytes
   ASSERT_TRUE(r.is_ok());
   EXPECT_FALSE(*r);
   EXPECT_EQ(b.g.node_count(), 2u);
-  apply_and_check(b.g, static_cast<Result<bool> (*)(Graph&)>(fold_constants), true, {random_tensor({1000}, 2)});
+  apply_and_check(b.g, [](Graph& g) { return fold_constants(g, testing::ref_passes()); }, true,
+                  {random_tensor({1000}, 2)});
   EXPECT_EQ(b.g.node_count(), 1u);
   const Value* folded = b.g.nodes()[0]->input(1);
   ASSERT_TRUE(folded->is_constant());
@@ -129,15 +132,15 @@ TEST(Specialize, RejectsShapesTheModelCannotTake) {
   Value* x = b.input("x", {-1, 3, 48, -1});
   b.output(b.conv("conv", x, 4));
   Graph g2 = b.g.clone();
-  Status s = specialize(b.g, {{1, 4, 48, 100}});
+  Status s = specialize(b.g, {{1, 4, 48, 100}}, testing::ref_passes());
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(s.message().find("input 'x' was given shape [1,4,48,100] but the model expects [?,3,48,?]"),
             std::string::npos)
       << s.message();
-  s = specialize(g2, {{1, 3, 48, 100}, {1}});
+  s = specialize(g2, {{1, 3, 48, 100}, {1}}, testing::ref_passes());
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(s.message().find("1 input(s) but 2 shape(s)"), std::string::npos) << s.message();
-  ASSERT_TRUE(specialize(g2, {{2, 3, 48, 100}}).is_ok());
+  ASSERT_TRUE(specialize(g2, {{2, 3, 48, 100}}, testing::ref_passes()).is_ok());
   EXPECT_EQ(g2.outputs()[0]->shape, (Shape{2, 4, 48, 100}));
 }
 
@@ -421,6 +424,164 @@ TEST(FuseConvResidual, BroadcastAddIsLeftAlone) {
   apply_and_check(b.g, fuse_conv_residual, false, {random_tensor({1, 2, 4, 4}, 6), random_tensor({1, 2, 1, 1}, 7)});
 }
 
+// ---- fuse_epilogues / expand_epilogues ----
+
+Result<bool> fuse_epilogues_default(Graph& g) {
+  return fuse_epilogues(g, PassOptions{});
+}
+
+// Expanding a fused graph gives back the graph it came from: same ops, names and results, bit for bit.
+void expect_expands_to(const Graph& original, const Graph& fused, const std::vector<Tensor>& inputs) {
+  Graph expanded = fused.clone();
+  EXPECT_GT(expand_epilogues(expanded), 0u);
+  ASSERT_TRUE(verify(expanded, {true}).is_ok());
+  EXPECT_EQ(expanded.op_histogram(), original.op_histogram());
+  for (const auto& n : original.nodes()) {
+    bool found = false;
+    for (const auto& m : expanded.nodes()) {
+      if (m->name != n->name) continue;
+      found = true;
+      EXPECT_EQ(m->op, n->op) << n->name;
+      ASSERT_EQ(m->inputs.size(), n->inputs.size()) << n->name;
+      for (size_t i = 0; i < n->inputs.size(); ++i) {
+        EXPECT_EQ(m->inputs[i] ? m->inputs[i]->name : "", n->inputs[i] ? n->inputs[i]->name : "") << n->name;
+      }
+      EXPECT_EQ(m->output()->name, n->output()->name);
+    }
+    EXPECT_TRUE(found) << n->name;
+  }
+  auto a = testing::run_graph(original, inputs);
+  auto b = testing::run_graph(fused, inputs);
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    ASSERT_EQ(a[i].nbytes(), b[i].nbytes());
+    EXPECT_EQ(std::memcmp(a[i].raw(), b[i].raw(), a[i].nbytes()), 0) << "output " << i;
+  }
+}
+
+// PPLCNetV3's block as exported: scalar affine, HardSwish, per-channel add, residual, Relu after a depthwise conv.
+TEST(FuseEpilogues, ConvChainBecomesStages) {
+  Builder b;
+  Value* x = b.input("x", {1, 4, 5, 5});
+  Value* c = b.conv("conv", x, 4, 3, true, 4);
+  Value* m = b.op(OpKind::kMul, "scale", {b.scalar("k", 0.8f), c});
+  Value* a = b.op(OpKind::kAdd, "shift", {m, b.scalar("c", 0.3f)});
+  Value* h = b.op(OpKind::kHardSwish, "hs", {a}, ActAttrs{Activation::hard_swish()});
+  Value* pc = b.op(OpKind::kAdd, "bias", {h, b.constant("per_c", random_tensor({4, 1, 1}, 9))});
+  Value* r = b.op(OpKind::kAdd, "skip", {pc, x});
+  b.output(b.op(OpKind::kRelu, "relu", {r}, ActAttrs{Activation::relu()}));
+  Graph original = b.g.clone();
+  const std::vector<Tensor> in = {random_tensor({1, 4, 5, 5}, 3, -2.f, 2.f)};
+  apply_and_check(b.g, fuse_epilogues_default, true, in, 0.0);
+  ASSERT_EQ(b.g.node_count(), 1u);
+  const Node& n = *b.g.nodes()[0];
+  EXPECT_EQ(n.output()->name, "relu");
+  using Role = EpilogueStage::Role;
+  std::vector<Role> roles;
+  for (const EpilogueStage& st : n.epilogue.stages) roles.push_back(st.role);
+  EXPECT_EQ(roles, (std::vector<Role>{Role::kScalar, Role::kScalar, Role::kPointwise, Role::kPerChannel,
+                                      Role::kResidual, Role::kPointwise}));
+  EXPECT_EQ(n.epilogue.head, "conv");
+  EXPECT_EQ(n.epilogue.stages[0].operands[0].kind, EpilogueStage::Operand::Kind::kInput);  // the scalar on the left
+  EXPECT_EQ(n.input(n.epilogue.stages[4].operands[1].index), x);
+  expect_expands_to(original, b.g, in);
+}
+
+// x*sigmoid(x) after a conv (the exporter's Mul by 1 in front) and after a MatMul's bias.
+TEST(FuseEpilogues, Swish) {
+  Builder b;
+  Value* x = b.input("x", {1, 3, 4, 4});
+  Value* c = b.conv("conv", x, 6, 1);
+  Value* one = b.op(OpKind::kMul, "one", {c, b.scalar("k1", 1.f)});
+  Value* s = b.op(OpKind::kSigmoid, "gate", {one}, ActAttrs{Activation::sigmoid()});
+  Value* sw = b.op(OpKind::kMul, "swish", {c, s});
+  b.output(sw);
+  Graph original = b.g.clone();
+  const std::vector<Tensor> in = {random_tensor({1, 3, 4, 4}, 5, -3.f, 3.f)};
+  apply_and_check(b.g, fuse_epilogues_default, true, in, 0.0);
+  ASSERT_EQ(b.g.node_count(), 1u);
+  using Role = EpilogueStage::Role;
+  std::vector<Role> roles;
+  for (const EpilogueStage& st : b.g.nodes()[0]->epilogue.stages) roles.push_back(st.role);
+  EXPECT_EQ(roles, (std::vector<Role>{Role::kSwishScale, Role::kSwishGate, Role::kSwishProduct}));
+  expect_expands_to(original, b.g, in);
+
+  Builder mb;
+  Value* t = mb.input("t", {2, 5, 8});
+  Value* mm = mb.op(OpKind::kMatMul, "mm", {t, mb.constant("w", random_tensor({8, 6}, 2))});
+  Value* bias = mb.op(OpKind::kAdd, "bias", {mm, mb.constant("b", random_tensor({6}, 3))});
+  Value* g2 = mb.op(OpKind::kSigmoid, "gate", {bias}, ActAttrs{Activation::sigmoid()});
+  mb.output(mb.op(OpKind::kMul, "swish", {g2, bias}));
+  Graph morig = mb.g.clone();
+  const std::vector<Tensor> tin = {random_tensor({2, 5, 8}, 4)};
+  apply_and_check(mb.g, fuse_epilogues_default, true, tin, 0.0);
+  ASSERT_EQ(mb.g.node_count(), 1u);
+  EXPECT_EQ(mb.g.nodes()[0]->epilogue.channel_axis, 2);
+  EXPECT_EQ(mb.g.nodes()[0]->epilogue.stages.size(), 3u);  // per-channel bias, gate, product
+  expect_expands_to(morig, mb.g, tin);
+}
+
+TEST(FuseEpilogues, WhatMustStayANode) {
+  // A graph output in the middle of the chain ends it.
+  {
+    Builder b;
+    Value* x = b.input("x", {1, 2, 4, 4});
+    Value* c = b.conv("conv", x, 2);
+    Value* m = b.op(OpKind::kMul, "m", {c, b.scalar("k", 2.f)});
+    b.output(m);
+    b.output(b.op(OpKind::kRelu, "relu", {m}, ActAttrs{Activation::relu()}));
+    apply_and_check(b.g, fuse_epilogues_default, true, {random_tensor({1, 2, 4, 4}, 1)}, 0.0);
+    EXPECT_EQ(b.ops(), (std::map<std::string, int>{{"Conv", 1}, {"Relu", 1}}));
+  }
+  // Two readers that are no swish; a constant broadcast along another axis than the channels.
+  {
+    Builder b;
+    Value* x = b.input("x", {1, 2, 4, 4});
+    Value* c = b.conv("conv", x, 2);
+    b.output(b.op(OpKind::kAdd, "y", {b.op(OpKind::kRelu, "r", {c}, ActAttrs{Activation::relu()}), c}));
+    apply_and_check(b.g, fuse_epilogues_default, false, {random_tensor({1, 2, 4, 4}, 1)});
+    Builder d;
+    Value* dx = d.input("x", {1, 2, 4, 4});
+    d.output(d.op(OpKind::kMul, "rows", {d.conv("conv", dx, 2), d.constant("r", random_tensor({4, 1}, 2))}));
+    apply_and_check(d.g, fuse_epilogues_default, false, {random_tensor({1, 2, 4, 4}, 1)});
+  }
+  // A residual produced after the conv in the node order is not available when the conv runs.
+  {
+    Builder b;
+    Value* x = b.input("x", {1, 2, 4, 4});
+    Value* c = b.conv("conv", x, 2, 1, false);
+    Value* later = b.op(OpKind::kSigmoid, "later", {x}, ActAttrs{Activation::sigmoid()});
+    b.output(b.op(OpKind::kAdd, "add", {c, later}));
+    apply_and_check(b.g, fuse_epilogues_default, false, {random_tensor({1, 2, 4, 4}, 6)});
+  }
+  // Options off keep their kinds of stage out.
+  {
+    Builder b;
+    Value* x = b.input("x", {1, 2, 4, 4});
+    b.output(b.op(OpKind::kRelu, "relu", {b.conv("conv", x, 2)}, ActAttrs{Activation::relu()}));
+    PassOptions off;
+    off.fuse_activations = false;
+    auto r = fuse_epilogues(b.g, off);
+    ASSERT_TRUE(r.is_ok());
+    EXPECT_FALSE(*r);
+  }
+}
+
+TEST(FuseEpilogues, VerifierChecksStages) {
+  Builder b;
+  Value* x = b.input("x", {1, 2, 4, 4});
+  b.output(
+      b.op(OpKind::kSqrt, "root", {b.op(OpKind::kRelu, "relu", {b.conv("conv", x, 2)}, ActAttrs{Activation::relu()})}));
+  ASSERT_TRUE(fuse_epilogues(b.g, {}).is_ok());
+  ASSERT_EQ(b.g.node_count(), 1u);
+  EXPECT_TRUE(verify(b.g, {true}).is_ok());
+  Node& n = *b.g.nodes()[0];
+  n.epilogue.stages[1].operands[0] = {EpilogueStage::Operand::Kind::kStage, 1};  // reads itself
+  Status s = verify(b.g, {true});
+  EXPECT_FALSE(s.is_ok());
+  EXPECT_NE(s.message().find("epilogue stage 1 ('root')"), std::string::npos) << s.message();
+}
+
 // ---- fuse_layernorm ----
 
 Value* build_layernorm(Builder& b, Value* x, bool square_as_mul, Value* gamma, Value* beta) {
@@ -536,7 +697,7 @@ TEST(Optimize, ReportAndOptions) {
   build(b);
   Graph before = b.g.clone();
   PassReport report;
-  ASSERT_TRUE(optimize(b.g, {}, &report).is_ok());
+  ASSERT_TRUE(optimize(b.g, testing::ref_passes(), &report).is_ok());
   EXPECT_EQ(report.nodes_before, 6u);
   EXPECT_EQ(b.g.node_count(), 1u);
   EXPECT_EQ(b.g.nodes()[0]->attr<ConvAttrs>().act, Activation::hard_swish());
@@ -557,7 +718,7 @@ TEST(Optimize, ReportAndOptions) {
   Value* hs = p.op(OpKind::kDiv, "div", {p.op(OpKind::kMul, "mul", {hs_in, cl}), p.scalar("six", 6.f)});
   p.output(p.conv("pw", hs, 4, 1));
   Graph p_before = p.g.clone();
-  ASSERT_TRUE(optimize(p.g).is_ok());
+  ASSERT_TRUE(optimize(p.g, testing::ref_passes()).is_ok());
   EXPECT_EQ(p.ops(), (std::map<std::string, int>{{"Conv", 2}}));
   EXPECT_EQ(p.g.nodes()[0]->attr<ConvAttrs>().act, Activation::hard_swish());
   testing::expect_same_outputs(p_before, p.g, {random_tensor({1, 3, 8, 8}, 2, -3.f, 3.f)}, 1e-10);
@@ -567,7 +728,7 @@ TEST(Optimize, ReportAndOptions) {
   PassOptions off;
   off.fold_batchnorm = false;
   off.fuse_activations = false;
-  ASSERT_TRUE(optimize(c.g, off).is_ok());
+  ASSERT_TRUE(optimize(c.g, testing::ref_passes(off)).is_ok());
   EXPECT_EQ(c.ops()["BatchNormalization"], 1);
   EXPECT_EQ(c.ops().count("HardSwish"), 0u);
 }

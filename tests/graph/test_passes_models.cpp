@@ -10,6 +10,7 @@
 #include "graph/onnx_import.h"
 #include "graph/passes/passes.h"
 #include "graph/verifier.h"
+#include "graph_test_util.h"
 #include "test_util.h"
 
 namespace steadyocr::graph {
@@ -37,11 +38,11 @@ Stages run_stages(const std::string& file, const Shape& input) {
   EXPECT_TRUE(g.is_ok()) << g.status().to_string();
   if (!g.is_ok()) return st;
   st.imported = g->node_count();
-  Status s = specialize(*g, {input});
+  Status s = specialize(*g, {input}, testing::ref_passes());
   EXPECT_TRUE(s.is_ok()) << s.to_string();
   st.specialized = g->node_count();
   st.spec = g->clone();
-  s = optimize(*g, {}, &st.report);
+  s = optimize(*g, testing::ref_passes(), &st.report);
   EXPECT_TRUE(s.is_ok()) << s.to_string();
   st.optimized = g->node_count();
   st.opt = std::move(g).value();
@@ -168,25 +169,25 @@ TEST(PassesModels, SpecializeRejectsWrongInputShapes) {
   SO_REQUIRE_MODELS();
   auto rec = import_onnx(models_dir() + "/ch_PP-OCRv4_rec_infer.onnx");
   ASSERT_TRUE(rec.is_ok());
-  Status s = specialize(*rec, {{1, 3, 32, 320}});
+  Status s = specialize(*rec, {{1, 3, 32, 320}}, testing::ref_passes());
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(s.message().find("input 'x'"), std::string::npos) << s.message();
   EXPECT_NE(s.message().find("[?,3,48,?]"), std::string::npos) << s.message();
 
   auto det = import_onnx(models_dir() + "/ch_PP-OCRv4_det_infer.onnx");
   ASSERT_TRUE(det.is_ok());
-  s = specialize(*det, {{1, 4, 64, 64}});
+  s = specialize(*det, {{1, 4, 64, 64}}, testing::ref_passes());
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(s.message().find("dimension 1 must be 3"), std::string::npos) << s.message();
 
-  s = specialize(*det, {{1, 3, 64}});
+  s = specialize(*det, {{1, 3, 64}}, testing::ref_passes());
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(s.message().find("rank 3 instead of 4"), std::string::npos) << s.message();
 
   // A size the FPN cannot take (not a multiple of 32): shapes clash inside; the message names the input.
   auto det2 = import_onnx(models_dir() + "/ch_PP-OCRv4_det_infer.onnx");
   ASSERT_TRUE(det2.is_ok());
-  s = specialize(*det2, {{1, 3, 100, 100}});
+  s = specialize(*det2, {{1, 3, 100, 100}}, testing::ref_passes());
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(s.message().find("'x' [1,3,100,100]"), std::string::npos) << s.message();
 }

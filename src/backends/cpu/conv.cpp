@@ -1,5 +1,5 @@
 // Conv on oneDNN: grouped/depthwise, strides, asymmetric pads, dilation; bias, the IR activation, a
-// residual (sum post-op) and the epilogue after it fused as post-ops; layouts chosen by oneDNN.
+// residual (sum post-op) and the IR epilogue after it fused as post-ops; layouts chosen by oneDNN.
 #include <fmt/format.h>
 
 #include "backends/cpu/dnnl_op.h"
@@ -47,7 +47,7 @@ Status build_conv(PlanBuilder& b, const graph::Node& n) {
   }
   add_activation(base, a.act);
   Epilogue full = base;
-  grow_epilogue(b, full, 1, res == nullptr);
+  RETURN_IF_ERROR(add_epilogue(full, n));
 
   dnnl::convolution_forward::primitive_desc pd;
   DnnlArgs args;
@@ -116,6 +116,7 @@ Status build_conv(PlanBuilder& b, const graph::Node& n) {
     }
   }
   if (!used) return last;
+  if (used == &base && !n.epilogue.empty()) return b.expand_epilogue(n);
 
   ASSIGN_OR_RETURN(WeightedBinding bound, bind_weighted(b, *used, n, x, w, w_plain, bias, bias_md, pd.src_desc(),
                                                         pd.weights_desc(), pd.dst_desc(), args));
@@ -127,7 +128,6 @@ Status build_conv(PlanBuilder& b, const graph::Node& n) {
                   g == 1 ? "" : (g == ic ? " dw" : fmt::format(" g{}", g)), shape_str(x->shape), shape_str(y->shape),
                   md_str(pd.dst_desc()).substr(0, md_str(pd.dst_desc()).find('[')), used->describe());
   b.add_step(std::make_unique<DnnlOp>(label, pd, std::move(args)), reads, {dst}, &n);
-  for (const graph::Node* m : used->absorbed) b.absorb(m);
   b.set_home(used->out, dst);
   return Status::ok();
 }

@@ -112,6 +112,7 @@ Result<bool> build_block_upsample(PlanBuilder& b, const graph::Node& n, const Ep
     if (used) break;
   }
   if (!used) return false;
+  if (used == &base && !n.epilogue.empty()) return b.expand_epilogue(n);
 
   // ONNX weights are [IC, OC, kh, kw]; 1x1 output channel (i*kw + j)*OC + oc takes w[ic, oc, i, j].
   const std::vector<float> wv = w->constant.to_floats();
@@ -142,7 +143,6 @@ Result<bool> build_block_upsample(PlanBuilder& b, const graph::Node& n, const Ep
   if (pd.dst_desc() != mid_md) return internal_error("1x1 convolution did not keep the channels-last output");
   const int dst = b.new_buffer(DType::kF32, y->shape, y_md, used->out->name);
   b.add_step(std::make_unique<PixelShuffleOp>(mid, dst, batch * h, wd, kh, kw, oc), {mid}, {dst}, &n);
-  for (const graph::Node* m : used->absorbed) b.absorb(m);
   b.set_home(used->out, dst);
   return true;
 }
@@ -186,7 +186,7 @@ Status build_conv_transpose(PlanBuilder& b, const graph::Node& n) {
   base.out = y;
   add_activation(base, a.act);
   Epilogue full = base;
-  grow_epilogue(b, full, 1, true);
+  RETURN_IF_ERROR(add_epilogue(full, n));
 
   const bool block_upsample = g == 1 && kh == a.strides[0] && kw == a.strides[1] && a.dilations[0] == 1 &&
                               a.dilations[1] == 1 && pad_l[0] == 0 && pad_l[1] == 0 && pad_r[0] == 0 && pad_r[1] == 0 &&
@@ -222,6 +222,7 @@ Status build_conv_transpose(PlanBuilder& b, const graph::Node& n) {
     }
   }
   if (!used) return last;
+  if (used == &base && !n.epilogue.empty()) return b.expand_epilogue(n);
 
   ASSIGN_OR_RETURN(WeightedBinding bound, bind_weighted(b, *used, n, x, w, w_plain, bias, bias_md, pd.src_desc(),
                                                         pd.weights_desc(), pd.dst_desc(), args));
@@ -230,7 +231,6 @@ Status build_conv_transpose(PlanBuilder& b, const graph::Node& n) {
   std::string label = fmt::format("deconv {}x{}/{} {}->{} {}", kh, kw, a.strides[0], shape_str(x->shape),
                                   shape_str(y->shape), used->describe());
   b.add_step(std::make_unique<DnnlOp>(label, pd, std::move(args)), reads, {dst}, &n);
-  for (const graph::Node* m : used->absorbed) b.absorb(m);
   b.set_home(used->out, dst);
   return Status::ok();
 }

@@ -14,63 +14,6 @@
 namespace steadyocr {
 namespace cpu {
 
-bool cpu_supports(const graph::Node& n, std::string* why) {
-  using graph::OpKind;
-  auto f32_out = [&] {
-    for (const graph::Value* o : n.outputs) {
-      if (o && o->dtype != DType::kF32) {
-        if (why) *why = fmt::format("{} on {} is not supported (f32 only)", graph::op_name(n.op), dtype_name(o->dtype));
-        return false;
-      }
-    }
-    return true;
-  };
-  if (int_binary_supported(n)) return true;
-  if (n.op == OpKind::kPow && n.input(0) && n.input(1) && n.input(0)->dtype == DType::kF32 &&
-      n.input(1)->dtype != DType::kF32 && !n.input(1)->is_constant()) {
-    if (why) *why = "Pow with a runtime integer exponent is not supported";
-    return false;
-  }
-  switch (n.op) {
-    case OpKind::kConv:
-    case OpKind::kConvTranspose:
-    case OpKind::kBatchNorm:
-    case OpKind::kAdd:
-    case OpKind::kSub:
-    case OpKind::kMul:
-    case OpKind::kDiv:
-    case OpKind::kPow:
-    case OpKind::kSqrt:
-    case OpKind::kRelu:
-    case OpKind::kSigmoid:
-    case OpKind::kHardSigmoid:
-    case OpKind::kHardSwish:
-    case OpKind::kClip:
-    case OpKind::kGlobalAveragePool:
-    case OpKind::kAveragePool:
-    case OpKind::kMaxPool:
-    case OpKind::kResize:
-    case OpKind::kMatMul:
-    case OpKind::kSoftmax:
-    case OpKind::kReduceMean:
-    case OpKind::kLayerNorm:
-      return f32_out();
-    case OpKind::kConcat:
-    case OpKind::kReshape:
-    case OpKind::kTranspose:
-    case OpKind::kSqueeze:
-    case OpKind::kUnsqueeze:
-    case OpKind::kShape:
-    case OpKind::kCast:
-    case OpKind::kSlice:
-    case OpKind::kIdentity:
-      return true;
-    default:
-      if (why) *why = fmt::format("the cpu backend has no kernel for {}", graph::op_name(n.op));
-      return false;
-  }
-}
-
 namespace {
 
 const char* isa_name(dnnl::cpu_isa isa) {

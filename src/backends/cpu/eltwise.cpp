@@ -20,26 +20,6 @@ using graph::Value;
 
 constexpr size_t kMaxOperands = 16;
 
-bool is_eltwise(OpKind op) {
-  switch (op) {
-    case OpKind::kAdd:
-    case OpKind::kSub:
-    case OpKind::kMul:
-    case OpKind::kDiv:
-    case OpKind::kPow:
-    case OpKind::kSqrt:
-    case OpKind::kRelu:
-    case OpKind::kSigmoid:
-    case OpKind::kHardSigmoid:
-    case OpKind::kHardSwish:
-    case OpKind::kClip:
-    case OpKind::kBatchNorm:
-      return true;
-    default:
-      return false;
-  }
-}
-
 struct Operand {
   const Value* value = nullptr;  // a graph value, or
   Tensor tensor;                 // a tensor made here (BatchNorm scale/shift)

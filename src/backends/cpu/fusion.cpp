@@ -3,7 +3,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
-#include <cstdlib>
+#include <set>
 
 #include "backends/cpu/dnnl_util.h"
 #include "backends/cpu/weight_cache.h"
@@ -54,52 +54,46 @@ Tensor channel_values(const Tensor& c) {
   return Tensor::from_floats({n}, v);
 }
 
-bool scalar_value(const Value* v, float* out) {
-  if (!v || !v->is_constant() || v->constant.numel() != 1) return false;
-  *out = v->constant.to_floats()[0];
-  return true;
+using Stage = graph::EpilogueStage;
+using Role = graph::EpilogueStage::Role;
+
+const Value* operand(const Node& n, const Stage::Operand& o) {
+  return o.kind == Stage::Operand::Kind::kInput && o.index >= 0 ? n.input(static_cast<size_t>(o.index)) : nullptr;
 }
 
-// Bounds of a Clip node: attributes, overridden by constant min/max inputs (opset 11+).
-bool clip_bounds(const Node& n, float* lo, float* hi) {
-  *lo = -INFINITY;
-  *hi = INFINITY;
-  if (std::holds_alternative<graph::ActAttrs>(n.attrs)) {
-    const auto& a = n.attr<graph::ActAttrs>().act;
-    if (a.kind == graph::ActKind::kClip) {
-      *lo = a.alpha;
-      *hi = a.beta;
-    }
+// The stage's constant operand (arithmetic stages read the running value and one constant).
+const Value* constant_operand(const Node& n, const Stage& st) {
+  for (const Stage::Operand& o : st.operands) {
+    const Value* v = operand(n, o);
+    if (v && v->is_constant()) return v;
   }
-  for (size_t i = 1; i <= 2; ++i) {
-    const Value* in = n.input(i);
-    if (!in) continue;
-    float v;
-    if (!scalar_value(in, &v)) return false;
-    (i == 1 ? *lo : *hi) = v;
-  }
-  return true;
+  return nullptr;
 }
 
-graph::Activation node_activation(const Node& n) {
-  switch (n.op) {
+// The activation an activation stage computes: its attributes, Clip's bounds overridden by constant min/max
+// operands (opset 11+), HardSigmoid's defaults when the attributes carry none.
+graph::Activation stage_activation(const Node& n, const Stage& st) {
+  const graph::Activation* at =
+      std::holds_alternative<graph::ActAttrs>(st.attrs) ? &std::get<graph::ActAttrs>(st.attrs).act : nullptr;
+  switch (st.op) {
     case OpKind::kRelu:
       return graph::Activation::relu();
     case OpKind::kSigmoid:
       return graph::Activation::sigmoid();
     case OpKind::kHardSwish:
       return graph::Activation::hard_swish();
-    case OpKind::kHardSigmoid: {
-      graph::Activation a = graph::Activation::hard_sigmoid(0.2f, 0.5f);
-      if (std::holds_alternative<graph::ActAttrs>(n.attrs)) {
-        const auto& at = n.attr<graph::ActAttrs>().act;
-        if (at.kind == graph::ActKind::kHardSigmoid) a = at;
-      }
-      return a;
-    }
+    case OpKind::kHardSigmoid:
+      return at && at->kind == graph::ActKind::kHardSigmoid ? *at : graph::Activation::hard_sigmoid(0.2f, 0.5f);
     case OpKind::kClip: {
-      float lo, hi;
-      if (!clip_bounds(n, &lo, &hi)) return {};
+      float lo = -INFINITY, hi = INFINITY;
+      if (at && at->kind == graph::ActKind::kClip) {
+        lo = at->alpha;
+        hi = at->beta;
+      }
+      for (size_t i = 1; i <= 2 && i < st.operands.size(); ++i) {
+        const Value* b = operand(n, st.operands[i]);
+        if (b) (i == 1 ? lo : hi) = b->constant.to_floats()[0];
+      }
       return graph::Activation::clip(lo, hi);
     }
     default:
@@ -107,155 +101,81 @@ graph::Activation node_activation(const Node& n) {
   }
 }
 
-bool same_shape_f32(const Value* a, const Value* b) {
-  return a && b && a->dtype == DType::kF32 && b->dtype == DType::kF32 && a->shape == b->shape;
-}
-
-// x*sigmoid(k*x) written as Mul(x, Sigmoid(x)) or Mul(x, Sigmoid(Mul(x, k))).
-bool try_swish(PlanBuilder& b, Epilogue& e, const Value* v) {
-  const auto& cons = b.consumers(v);
-  if (cons.size() != 2) return false;
-  for (int first = 0; first < 2; ++first) {
-    const Node* pre = cons[first];
-    const Node* mul = cons[1 - first];
-    if (mul->op != OpKind::kMul || pre->outputs.size() != 1) continue;
-    float k = 1.f;
-    const Node* sig = pre;
-    if (pre->op == OpKind::kMul) {
-      const Value* other = pre->input(0) == v ? pre->input(1) : pre->input(0);
-      if (!scalar_value(other, &k) || !same_shape_f32(pre->output(), v)) continue;
-      if (b.is_graph_output(pre->output()) || b.consumers(pre->output()).size() != 1) continue;
-      sig = b.consumers(pre->output())[0];
-    }
-    if (sig->op != OpKind::kSigmoid || b.is_graph_output(sig->output())) continue;
-    if (b.consumers(sig->output()).size() != 1 || b.consumers(sig->output())[0] != mul) continue;
-    const Value *a = mul->input(0), *c = mul->input(1);
-    if (!((a == v && c == sig->output()) || (c == v && a == sig->output()))) continue;
-    if (!same_shape_f32(mul->output(), v)) continue;
-    e.ops.push_back(eltwise(algorithm::eltwise_swish, k, 0.f, k == 1.f ? "swish" : fmt::format("swish({:.4g})", k)));
-    if (pre != sig) e.absorbed.insert(pre);
-    e.absorbed.insert(sig);
-    e.absorbed.insert(mul);
-    e.out = mul->output();
-    return true;
+// Activations, Sqrt, BatchNorm (constant parameters, channels on axis 1).
+Status add_pointwise(Epilogue& e, const Node& n, const Stage& st) {
+  if (st.op == OpKind::kSqrt) {
+    e.ops.push_back(eltwise(algorithm::eltwise_sqrt, 0.f, 0.f, "sqrt"));
+    return Status::ok();
   }
-  return false;
+  if (st.op != OpKind::kBatchNorm) {
+    const graph::Activation a = stage_activation(n, st);
+    if (a.kind == graph::ActKind::kNone) return unsupported(fmt::format("epilogue stage '{}'", st.node));
+    add_activation(e, a);
+    return Status::ok();
+  }
+  const Value* p[4];
+  for (size_t i = 0; i < 4; ++i) {
+    p[i] = i + 1 < st.operands.size() ? operand(n, st.operands[i + 1]) : nullptr;
+    if (!p[i] || !p[i]->is_constant()) return unsupported(fmt::format("BatchNorm stage '{}'", st.node));
+  }
+  std::vector<float> g = p[0]->constant.to_floats(), bb = p[1]->constant.to_floats(), m = p[2]->constant.to_floats(),
+                     var = p[3]->constant.to_floats();
+  const int64_t ch = static_cast<int64_t>(g.size());
+  const float eps = std::get<graph::BatchNormAttrs>(st.attrs).epsilon;
+  std::vector<float> scale(ch), shift(ch);
+  for (int64_t i = 0; i < ch; ++i) {
+    scale[i] = g[i] / std::sqrt(var[i] + eps);
+    shift[i] = bb[i] - m[i] * scale[i];
+  }
+  push_binary(e, algorithm::binary_mul, Tensor::from_floats({ch}, scale), "bn_scale");
+  push_binary(e, algorithm::binary_add, Tensor::from_floats({ch}, shift), "bn_shift");
+  return Status::ok();
 }
 
-// One node after `v`; false when it cannot be a post-op.
-bool grow_one(PlanBuilder& b, Epilogue& e, const Node& c, const Value* v, int ca, bool allow_residual) {
-  if (c.outputs.size() != 1 || !same_shape_f32(c.output(), v)) return false;
-  switch (c.op) {
-    case OpKind::kRelu:
-    case OpKind::kSigmoid:
-    case OpKind::kHardSigmoid:
-    case OpKind::kHardSwish:
-    case OpKind::kClip: {
-      if (c.input(0) != v) return false;
-      graph::Activation a = node_activation(c);
-      if (a.kind == graph::ActKind::kNone) return false;
-      add_activation(e, a);
-      return true;
-    }
-    case OpKind::kSqrt:
-      e.ops.push_back(eltwise(algorithm::eltwise_sqrt, 0.f, 0.f, "sqrt"));
-      return true;
-    case OpKind::kBatchNorm: {
-      if (ca != 1 || c.input(0) != v) return false;
-      for (size_t i = 1; i <= 4; ++i) {
-        if (!c.input(i) || !c.input(i)->is_constant()) return false;
-      }
-      std::vector<float> g = c.input(1)->constant.to_floats(), bb = c.input(2)->constant.to_floats(),
-                         m = c.input(3)->constant.to_floats(), var = c.input(4)->constant.to_floats();
-      int64_t ch = v->shape[1];
-      if (static_cast<int64_t>(g.size()) != ch || bb.size() != g.size() || m.size() != g.size() ||
-          var.size() != g.size()) {
-        return false;
-      }
-      float eps = c.attr<graph::BatchNormAttrs>().epsilon;
-      std::vector<float> scale(ch), shift(ch);
-      for (int64_t i = 0; i < ch; ++i) {
-        scale[i] = g[i] / std::sqrt(var[i] + eps);
-        shift[i] = bb[i] - m[i] * scale[i];
-      }
-      push_binary(e, algorithm::binary_mul, Tensor::from_floats({ch}, scale), "bn_scale");
-      push_binary(e, algorithm::binary_add, Tensor::from_floats({ch}, shift), "bn_shift");
-      return true;
-    }
+// Arithmetic with a constant scalar: linear, square or pow post-ops; `vi` is the running value's side.
+Status add_scalar(Epilogue& e, const Stage& st, float k, int vi) {
+  switch (st.op) {
     case OpKind::kAdd:
+      push_linear(e, 1.f, k);
+      return Status::ok();
     case OpKind::kSub:
+      vi == 0 ? push_linear(e, 1.f, -k) : push_linear(e, -1.f, k);
+      return Status::ok();
     case OpKind::kMul:
+      push_linear(e, k, 0.f);
+      return Status::ok();
     case OpKind::kDiv:
-    case OpKind::kPow: {
-      if (c.inputs.size() != 2) return false;
-      int vi = c.input(0) == v ? 0 : 1;
-      const Value* other = c.input(1 - vi);
-      if (!other || c.input(vi) != v || other == v) return false;
-      if (other->is_constant()) {
-        if (other->dtype != DType::kF32) return false;
-        ConstRole role = classify_constant(other->constant, v->shape, ca);
-        if (role == ConstRole::kScalar) {
-          float k = other->constant.to_floats()[0];
-          switch (c.op) {
-            case OpKind::kAdd:
-              push_linear(e, 1.f, k);
-              return true;
-            case OpKind::kSub:
-              vi == 0 ? push_linear(e, 1.f, -k) : push_linear(e, -1.f, k);
-              return true;
-            case OpKind::kMul:
-              push_linear(e, k, 0.f);
-              return true;
-            case OpKind::kDiv:
-              if (vi != 0 || k == 0.f) return false;
-              push_linear(e, 1.f / k, 0.f);
-              return true;
-            case OpKind::kPow:
-              if (vi != 0) return false;
-              if (k == 1.f) return true;
-              if (k == 2.f) {
-                e.ops.push_back(eltwise(algorithm::eltwise_square, 0.f, 0.f, "square"));
-              } else {
-                e.ops.push_back(eltwise(algorithm::eltwise_pow, 1.f, k, fmt::format("pow({:.4g})", k)));
-              }
-              return true;
-            default:
-              return false;
-          }
-        }
-        if (role != ConstRole::kPerChannel) return false;
-        Tensor ch = channel_values(other->constant);
-        switch (c.op) {
-          case OpKind::kAdd:
-            push_binary(e, algorithm::binary_add, ch, "add");
-            return true;
-          case OpKind::kMul:
-            push_binary(e, algorithm::binary_mul, ch, "mul");
-            return true;
-          case OpKind::kSub:
-            if (vi != 0) return false;
-            push_binary(e, algorithm::binary_sub, ch, "sub");
-            return true;
-          case OpKind::kDiv:
-            if (vi != 0) return false;
-            push_binary(e, algorithm::binary_div, ch, "div");
-            return true;
-          default:
-            return false;
-        }
+      push_linear(e, 1.f / k, 0.f);
+      return Status::ok();
+    case OpKind::kPow:
+      if (k == 2.f) {
+        e.ops.push_back(eltwise(algorithm::eltwise_square, 0.f, 0.f, "square"));
+      } else if (k != 1.f) {
+        e.ops.push_back(eltwise(algorithm::eltwise_pow, 1.f, k, fmt::format("pow({:.4g})", k)));
       }
-      // A residual: another tensor of the same shape, computed before this step runs.
-      if (c.op != OpKind::kAdd || !allow_residual || e.residual || !same_shape_f32(other, v)) return false;
-      if (!b.available(other)) return false;
-      PostOp p;
-      p.kind = PostOp::kSum;
-      p.label = "sum";
-      e.ops.push_back(p);
-      e.residual = other;
-      return true;
-    }
+      return Status::ok();
     default:
-      return false;
+      return unsupported(fmt::format("scalar stage '{}'", st.node));
+  }
+}
+
+Status add_per_channel(Epilogue& e, const Stage& st, const Tensor& c) {
+  Tensor ch = channel_values(c);
+  switch (st.op) {
+    case OpKind::kAdd:
+      push_binary(e, algorithm::binary_add, ch, "add");
+      return Status::ok();
+    case OpKind::kMul:
+      push_binary(e, algorithm::binary_mul, ch, "mul");
+      return Status::ok();
+    case OpKind::kSub:
+      push_binary(e, algorithm::binary_sub, ch, "sub");
+      return Status::ok();
+    case OpKind::kDiv:
+      push_binary(e, algorithm::binary_div, ch, "div");
+      return Status::ok();
+    default:
+      return unsupported(fmt::format("per-channel stage '{}'", st.node));
   }
 }
 
@@ -265,21 +185,6 @@ std::string Epilogue::describe() const {
   std::string s;
   for (const auto& p : ops) s += "+" + p.label;
   return s;
-}
-
-ConstRole classify_constant(const Tensor& c, const Shape& out, int channel_axis) {
-  if (c.numel() == 1) return ConstRole::kScalar;
-  const Shape& cs = c.shape();
-  if (cs.size() > out.size()) return ConstRole::kOther;
-  size_t off = out.size() - cs.size();
-  bool channel = false;
-  for (size_t i = 0; i < cs.size(); ++i) {
-    int axis = static_cast<int>(off + i);
-    if (cs[i] == 1) continue;
-    if (axis != channel_axis || cs[i] != out[axis]) return ConstRole::kOther;
-    channel = true;
-  }
-  return channel ? ConstRole::kPerChannel : ConstRole::kOther;
 }
 
 void add_activation(Epilogue& e, const graph::Activation& act) {
@@ -306,27 +211,52 @@ void add_activation(Epilogue& e, const graph::Activation& act) {
   }
 }
 
-void grow_epilogue(PlanBuilder& b, Epilogue& e, int channel_axis, bool allow_residual) {
-  constexpr size_t kMaxPostOps = 12;
-  static const bool disabled = [] {
-    const char* v = std::getenv("STEADYOCR_CPU_FUSE");
-    return v && std::string(v) == "0";
-  }();
-  if (disabled) return;
-  while (e.ops.size() < kMaxPostOps) {
-    const Value* v = e.out;
-    if (b.is_graph_output(v)) return;
-    const auto& cons = b.consumers(v);
-    if (cons.size() == 2) {
-      if (try_swish(b, e, v)) continue;
-      return;
+Status add_epilogue(Epilogue& e, const graph::Node& n) {
+  float swish_k = 1.f;
+  for (const Stage& st : n.epilogue.stages) {
+    switch (st.role) {
+      case Role::kPointwise:
+        RETURN_IF_ERROR(add_pointwise(e, n, st));
+        break;
+      case Role::kScalar:
+      case Role::kPerChannel: {
+        const Value* c = constant_operand(n, st);
+        if (!c) return unsupported(fmt::format("epilogue stage '{}' has no constant operand", st.node));
+        const int vi = st.operands[0].kind == Stage::Operand::Kind::kInput ? 1 : 0;
+        if (st.role == Role::kScalar) {
+          RETURN_IF_ERROR(add_scalar(e, st, c->constant.to_floats()[0], vi));
+        } else {
+          RETURN_IF_ERROR(add_per_channel(e, st, c->constant));
+        }
+        break;
+      }
+      case Role::kResidual: {
+        PostOp p;
+        p.kind = PostOp::kSum;
+        p.label = "sum";
+        e.ops.push_back(p);
+        for (const Stage::Operand& o : st.operands) {
+          if (const Value* r = operand(n, o)) e.residual = r;
+        }
+        break;
+      }
+      case Role::kSwishScale: {
+        const Value* c = constant_operand(n, st);
+        if (!c) return unsupported(fmt::format("epilogue stage '{}' has no constant operand", st.node));
+        swish_k = c->constant.to_floats()[0];
+        break;
+      }
+      case Role::kSwishGate:
+        break;
+      case Role::kSwishProduct:
+        e.ops.push_back(eltwise(algorithm::eltwise_swish, swish_k, 0.f,
+                                swish_k == 1.f ? "swish" : fmt::format("swish({:.4g})", swish_k)));
+        swish_k = 1.f;
+        break;
     }
-    if (cons.size() != 1) return;
-    const Node* c = cons[0];
-    if (!grow_one(b, e, *c, v, channel_axis, allow_residual)) return;
-    e.absorbed.insert(c);
-    e.out = c->output();
   }
+  e.out = n.output();
+  return Status::ok();
 }
 
 Result<dnnl::post_ops> make_post_ops(PlanBuilder& b, const Epilogue& e, int rank, int channel_axis, DnnlArgs& args) {
@@ -362,8 +292,7 @@ Result<int> fused_output(PlanBuilder& b, const Epilogue& e, const graph::Node& n
                          const std::vector<int>& inputs, std::vector<int>* reads) {
   if (!e.residual) return b.new_buffer(DType::kF32, e.out->shape, dst_md, e.out->name);
   ASSIGN_OR_RETURN(int r, b.in_layout(e.residual, dst_md));
-  std::set<const graph::Node*> current = e.absorbed;
-  current.insert(&n);
+  const std::set<const graph::Node*> current{&n};
   bool shared = false;
   for (int in : inputs) shared = shared || b.root_of(in) == b.root_of(r);
   if (!shared && b.dies_with(r, current)) {

@@ -1,10 +1,9 @@
 // Internal to the oneDNN CPU backend: epilogues fused into oneDNN convolutions, deconvolutions and matmuls
-// as post-ops. The graph passes fuse one activation into a Conv; the exported PP-OCR models also put
-// scalar affines (PPLCNetV3's learnable affine blocks), per-channel arithmetic, BatchNorm after a
-// deconvolution, swish (x*sigmoid(x)) and residual adds after them, which oneDNN applies in registers.
+// as post-ops. What is fused is the IR's decision: a Conv's activation and residual attributes, and the epilogue
+// stages graph/passes/fuse_epilogue.cpp sets (scalar affines, per-channel arithmetic, BatchNorm after a
+// deconvolution, swish, residual adds); this file only turns them into oneDNN post-ops.
 #pragma once
 
-#include <set>
 #include <string>
 #include <vector>
 
@@ -23,7 +22,6 @@ struct PostOp {
 
 struct Epilogue {
   std::vector<PostOp> ops;
-  std::set<const graph::Node*> absorbed;   // nodes the fused step replaces
   const graph::Value* out = nullptr;       // the value the fused step produces
   const graph::Value* residual = nullptr;  // added by the kSum post-op (at most one)
   std::string describe() const;            // "+hardswish+linear(0.47,-0.01)"
@@ -31,9 +29,9 @@ struct Epilogue {
 
 // Appends the post-ops of an IR activation (HardSigmoid becomes linear then clip: oneDNN 2.6 has none).
 void add_activation(Epilogue& e, const graph::Activation& act);
-// Grows `e` with the nodes after e.out that oneDNN can apply as post-ops on an output whose channels
-// are on `channel_axis`. `allow_residual`: one Add of another same-shape tensor may become a sum post-op.
-void grow_epilogue(PlanBuilder& b, Epilogue& e, int channel_axis, bool allow_residual);
+// Appends the post-ops of `n`'s epilogue stages (Node::epilogue) to `e`; e.out becomes n's output and e.residual the
+// residual stage's tensor.
+Status add_epilogue(Epilogue& e, const graph::Node& n);
 // The oneDNN post-ops for `e` on an output of rank `rank`; binary post-op operands are added to `args`.
 Result<dnnl::post_ops> make_post_ops(PlanBuilder& b, const Epilogue& e, int rank, int channel_axis, DnnlArgs& args);
 
@@ -54,9 +52,5 @@ Result<WeightedBinding> bind_weighted(PlanBuilder& b, const Epilogue& used, cons
                                       const graph::Value* w, const Md& w_plain, const graph::Value* bias,
                                       const Md& bias_md, const Md& src_md, const Md& weights_md, const Md& dst_md,
                                       DnnlArgs& args);
-
-// A constant's role against an output of shape `out` whose channels are on `channel_axis`.
-enum class ConstRole { kScalar, kPerChannel, kOther };
-ConstRole classify_constant(const Tensor& c, const Shape& out, int channel_axis);
 
 }  // namespace steadyocr::cpu

@@ -1,6 +1,6 @@
 // MatMul on oneDNN (NumPy semantics: batch broadcast, 1-D promotion). A constant right-hand side of rank 2
-// is packed once into oneDNN's chosen layout and the left side's batch folded into rows; the bias add,
-// activations, swish and a residual add after it run as post-ops.
+// is packed once into oneDNN's chosen layout and the left side's batch folded into rows; its IR epilogue (bias
+// add, activations, swish, a residual add) runs as post-ops.
 #include <fmt/format.h>
 
 #include "backends/cpu/dnnl_op.h"
@@ -65,7 +65,7 @@ Status build_matmul(PlanBuilder& b, const graph::Node& n) {
   Epilogue base;
   base.out = y;
   Epilogue full = base;
-  grow_epilogue(b, full, static_cast<int>(y->shape.size()) - 1, true);
+  RETURN_IF_ERROR(add_epilogue(full, n));
 
   dnnl::matmul::primitive_desc pd;
   DnnlArgs args;
@@ -91,6 +91,7 @@ Status build_matmul(PlanBuilder& b, const graph::Node& n) {
     }
   }
   if (!used) return last;
+  if (used == &base && !n.epilogue.empty()) return b.expand_epilogue(n);
 
   ASSIGN_OR_RETURN(int src, b.plain(x));
   std::vector<int> reads{src};
@@ -110,7 +111,6 @@ Status build_matmul(PlanBuilder& b, const graph::Node& n) {
   std::string label = fmt::format("matmul {} x {}{} {}", shape_str(x->shape), shape_str(w->shape),
                                   packed ? " packed" : "", used->describe());
   b.add_step(std::make_unique<DnnlOp>(label, pd, std::move(args)), reads, {dst}, &n);
-  for (const graph::Node* mm : used->absorbed) b.absorb(mm);
   b.set_home(used->out, dst);
   return Status::ok();
 }

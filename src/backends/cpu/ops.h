@@ -2,6 +2,7 @@
 // (and may absorb following nodes it fuses, e.g. activations into a convolution).
 #pragma once
 
+#include "backends/common/op_table.h"
 #include "backends/cpu/plan.h"
 #include "graph/ir.h"
 
@@ -32,7 +33,13 @@ Result<std::unique_ptr<CpuOp>> make_reorder_op(int src, const Md& src_md, int ds
 std::unique_ptr<CpuOp> make_strided_copy_op(int in, int out, std::vector<int64_t> strides, std::vector<int64_t> dims,
                                             int64_t offset, size_t elem, std::string label);
 
-// Whether this backend has a builder for the node's op and dtypes (cpu_backend.cpp).
+using CpuBuildFn = Status (*)(PlanBuilder& b, const graph::Node& n);
+using CpuOpEntry = common::OpTable<CpuBuildFn>::Entry;
+// The ops this backend runs, with their builders and conditions (op_table.cpp).
+const common::OpTable<CpuBuildFn>& cpu_ops();
+// Whether this backend has a builder for the node's op and dtypes (reads cpu_ops()).
 bool cpu_supports(const graph::Node& n, std::string* why);
+// Whether the op is built by build_eltwise (and so may join an elementwise chain).
+bool is_eltwise(graph::OpKind op);
 
 }  // namespace steadyocr::cpu

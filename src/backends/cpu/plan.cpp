@@ -8,6 +8,8 @@
 #include <cstring>
 #include <ctime>
 
+#include "backends/common/arena.h"
+#include "backends/common/schedule.h"
 #include "backends/cpu/ops.h"
 #include "backends/cpu/weight_cache.h"
 #include "core/log.h"
@@ -33,95 +35,6 @@ int profile_level() {
   const char* e = std::getenv("STEADYOCR_PROFILE");
   if (!e || !*e || std::strcmp(e, "0") == 0) return 0;
   return std::atoi(e) >= 2 ? 2 : 1;
-}
-
-// Kahn's algorithm over the node list: producers before consumers whatever order the graph keeps.
-Result<std::vector<const graph::Node*>> topo_order(const graph::Graph& g) {
-  std::unordered_map<const graph::Node*, int> pending;
-  std::unordered_map<const graph::Value*, std::vector<const graph::Node*>> users;
-  for (const auto& n : g.nodes()) {
-    int deps = 0;
-    for (const graph::Value* in : n->inputs) {
-      if (in && in->producer && !in->is_constant()) {
-        ++deps;
-        users[in].push_back(n.get());
-      }
-    }
-    pending[n.get()] = deps;
-  }
-  std::vector<const graph::Node*> order, ready;
-  for (const auto& n : g.nodes()) {
-    if (pending[n.get()] == 0) ready.push_back(n.get());
-  }
-  std::reverse(ready.begin(), ready.end());
-  while (!ready.empty()) {
-    const graph::Node* n = ready.back();
-    ready.pop_back();
-    order.push_back(n);
-    for (const graph::Value* out : n->outputs) {
-      auto it = users.find(out);
-      if (it == users.end()) continue;
-      for (auto uit = it->second.rbegin(); uit != it->second.rend(); ++uit) {
-        if (--pending[*uit] == 0) ready.push_back(*uit);
-      }
-    }
-  }
-  if (order.size() != g.nodes().size()) return internal_error("graph has a cycle; cannot order its nodes");
-  return order;
-}
-
-Status dispatch(PlanBuilder& b, const graph::Node& n) {
-  using graph::OpKind;
-  switch (n.op) {
-    case OpKind::kConv:
-      return build_conv(b, n);
-    case OpKind::kConvTranspose:
-      return build_conv_transpose(b, n);
-    case OpKind::kMatMul:
-      return build_matmul(b, n);
-    case OpKind::kMaxPool:
-    case OpKind::kAveragePool:
-    case OpKind::kGlobalAveragePool:
-      return build_pool(b, n);
-    case OpKind::kConcat:
-      return build_concat(b, n);
-    case OpKind::kTranspose:
-      return build_transpose(b, n);
-    case OpKind::kAdd:
-    case OpKind::kSub:
-    case OpKind::kMul:
-    case OpKind::kDiv:
-    case OpKind::kPow:
-    case OpKind::kSqrt:
-    case OpKind::kRelu:
-    case OpKind::kSigmoid:
-    case OpKind::kHardSigmoid:
-    case OpKind::kHardSwish:
-    case OpKind::kClip:
-    case OpKind::kBatchNorm:
-      return build_eltwise(b, n);
-    case OpKind::kSoftmax:
-      return build_softmax(b, n);
-    case OpKind::kLayerNorm:
-      return build_layernorm(b, n);
-    case OpKind::kReduceMean:
-      return build_reduce_mean(b, n);
-    case OpKind::kResize:
-      return build_resize(b, n);
-    case OpKind::kSlice:
-      return build_slice(b, n);
-    case OpKind::kReshape:
-    case OpKind::kSqueeze:
-    case OpKind::kUnsqueeze:
-    case OpKind::kIdentity:
-      return build_view(b, n);
-    case OpKind::kShape:
-      return build_shape(b, n);
-    case OpKind::kCast:
-      return build_cast(b, n);
-    default:
-      return unsupported(fmt::format("{}: the cpu backend has no kernel for {}", n.describe(), graph::op_name(n.op)));
-  }
 }
 
 }  // namespace
@@ -329,8 +242,35 @@ const Tensor& PlanBuilder::keep(Tensor t) {
 
 // ---- CpuPlan ----
 
+Status PlanBuilder::expand_epilogue(const graph::Node& n) {
+  expand_.insert(n.name);
+  return unsupported(
+      fmt::format("{}: oneDNN took only part of its epilogue; planning again with it as steps", n.describe()));
+}
+
 Result<std::unique_ptr<CpuPlan>> CpuPlan::build(const graph::Graph& graph, WeightCache& weights,
                                                 std::shared_ptr<ArenaPool> pool) {
+  std::set<std::string> expand;
+  auto plan = build_once(graph, weights, pool, &expand);
+  // Each retry expands at least one more node's epilogue, so this ends.
+  while (!plan.is_ok() && !expand.empty()) {
+    const size_t asked = expand.size();
+    graph::Graph g = graph.clone();
+    std::vector<graph::Node*> nodes;
+    for (const auto& n : g.nodes()) {
+      if (expand.count(n->name) && !n->epilogue.empty()) nodes.push_back(n.get());
+    }
+    if (nodes.empty()) break;
+    for (graph::Node* n : nodes) graph::expand_epilogue(g, n);
+    log::debug("cpu", "'{}': {} epilogues run as steps of their own", graph.name(), nodes.size());
+    plan = build_once(g, weights, pool, &expand);
+    if (expand.size() == asked) break;
+  }
+  return plan;
+}
+
+Result<std::unique_ptr<CpuPlan>> CpuPlan::build_once(const graph::Graph& graph, WeightCache& weights,
+                                                     std::shared_ptr<ArenaPool> pool, std::set<std::string>* expand) {
   std::unique_ptr<CpuPlan> plan(new CpuPlan());
   plan->pool_ = std::move(pool);
   plan->name_ = graph.name();
@@ -350,20 +290,24 @@ Result<std::unique_ptr<CpuPlan>> CpuPlan::build(const graph::Graph& graph, Weigh
   }
   Stopwatch build_watch;
   const double cpu_start = process_cpu_ms();
-  ASSIGN_OR_RETURN(auto order, topo_order(graph));
+  // Depth-first: elementwise chains find their operands built and their intermediates die early.
+  ASSIGN_OR_RETURN(auto order, common::schedule(graph, common::ScheduleOrder::kDepthFirst));
   for (const graph::Node* n : order) {
-    if (b.absorbed_.count(n)) continue;
-    bool all_const = !n->outputs.empty();
-    for (const graph::Value* o : n->outputs) all_const = all_const && o && o->is_constant();
-    if (all_const) continue;
+    if (b.absorbed_.count(n) || common::is_folded(*n)) continue;
     for (const graph::Value* o : n->outputs) {
       if (o && !o->has_static_shape()) {
         return invalid_argument(fmt::format("{}: output '{}' has no static shape {}; specialise the graph first",
                                             n->describe(), o->name, shape_str(o->shape)));
       }
     }
-    Status s = dispatch(b, *n);
-    if (!s.is_ok()) return s.with_context(fmt::format("cpu backend, {}", n->describe()));
+    const CpuOpEntry* op = cpu_ops().find(n->op);
+    Status s =
+        op ? op->build(b, *n)
+           : unsupported(fmt::format("{}: the cpu backend has no kernel for {}", n->describe(), graph::op_name(n->op)));
+    if (!s.is_ok()) {
+      expand->insert(b.expand_.begin(), b.expand_.end());
+      return s.with_context(fmt::format("cpu backend, {}", n->describe()));
+    }
     b.built_.insert(n);
   }
   for (const graph::Value* v : graph.outputs()) {
@@ -389,46 +333,23 @@ Result<std::unique_ptr<CpuPlan>> CpuPlan::build(const graph::Graph& graph, Weigh
 Status CpuPlan::plan_memory() {
   const int n_steps = static_cast<int>(steps_.size());
   auto root = [&](int b) { return buffers_[b].storage == Storage::kView ? buffers_[b].root : b; };
+  // Views take their root's bytes; only arena roots are placed.
+  std::vector<common::ArenaBuffer> live(buffers_.size());
   for (int i = 0; i < n_steps; ++i) {
     for (const auto* list : {&steps_[i].reads, &steps_[i].writes}) {
-      for (int b : *list) {
-        Buffer& r = buffers_[root(b)];
-        r.first = std::min(r.first, i);
-        r.last = std::max(r.last, i);
-      }
+      for (int b : *list) live[root(b)].touch(i);
     }
   }
-  for (int b : output_bufs_) {
-    Buffer& r = buffers_[root(b)];
-    r.first = std::min(r.first, n_steps);
-    r.last = n_steps;
+  for (int b : output_bufs_) live[root(b)].touch(n_steps);
+  for (size_t i = 0; i < buffers_.size(); ++i) {
+    live[i].bytes = buffers_[i].bytes;
+    if (buffers_[i].storage != Storage::kArena) live[i] = common::ArenaBuffer();
   }
-  // Greedy placement, largest first: each buffer takes the lowest offset free during its lifetime.
-  std::vector<int> order;
-  for (int i = 0; i < static_cast<int>(buffers_.size()); ++i) {
-    if (buffers_[i].storage == Storage::kArena && buffers_[i].last >= 0) order.push_back(i);
-  }
-  std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return buffers_[a].bytes > buffers_[b].bytes; });
-  std::vector<int> placed;
-  size_t total = 0;
-  for (int id : order) {
-    Buffer& b = buffers_[id];
-    size_t need = align_up(std::max<size_t>(b.bytes, 1), kAlign);
-    std::vector<std::pair<size_t, size_t>> busy;
-    for (int p : placed) {
-      const Buffer& o = buffers_[p];
-      if (o.first <= b.last && b.first <= o.last) busy.push_back({o.offset, o.offset + align_up(o.bytes, kAlign)});
-    }
-    std::sort(busy.begin(), busy.end());
-    size_t off = 0;
-    for (auto [s, e] : busy) {
-      if (off + need <= s) break;
-      off = std::max(off, e);
-    }
-    b.offset = off;
-    total = std::max(total, off + need);
-    placed.push_back(id);
-  }
+  common::ArenaOptions ao;
+  ao.alignment = kAlign;
+  const common::ArenaLayout layout = common::plan_arena(live, ao);
+  for (size_t i = 0; i < buffers_.size(); ++i) buffers_[i].offset = layout.offsets[i];
+  const size_t total = layout.bytes;
   arena_bytes_ = align_up(total, 4096);
   for (const Step& s : steps_) scratch_bytes_ = std::max(scratch_bytes_, s.op->scratchpad_bytes());
   total_bytes_ = arena_bytes_ + align_up(scratch_bytes_, 4096);

@@ -4,7 +4,6 @@
 // differ), then places every buffer in one arena by liveness. Running is a loop over prepared steps.
 #pragma once
 
-#include <climits>
 #include <deque>
 #include <map>
 #include <memory>
@@ -38,8 +37,7 @@ struct Buffer {
   int root = -1;  // kView: the buffer holding the bytes
   const void* constant = nullptr;
   int input_index = -1;
-  size_t offset = 0;               // arena offset (kArena)
-  int first = INT_MAX, last = -1;  // steps that touch it (kArena roots)
+  size_t offset = 0;  // arena offset (kArena roots), from the common planner
   std::string name;
 };
 
@@ -138,6 +136,10 @@ class PlanBuilder {
   bool available(const graph::Value* v) const;
   // Nodes folded into the step being built (skipped when the walk reaches them).
   void absorb(const graph::Node* n) { absorbed_.insert(n); }
+  // For a node whose epilogue oneDNN took only in part: asks CpuPlan::build to plan again with the node's epilogue
+  // stages expanded into nodes (graph::expand_epilogue), which then run as steps of their own. Returns the error
+  // that stops this attempt.
+  Status expand_epilogue(const graph::Node& n);
 
   // Keeps a tensor alive for the plan's lifetime (post-op constants, packed parameters).
   const Tensor& keep(Tensor t);
@@ -156,6 +158,7 @@ class PlanBuilder {
   std::set<const graph::Node*> built_;
   std::set<const graph::Node*> absorbed_;
   std::vector<std::vector<const graph::Value*>> root_values_;  // per buffer id (roots): values stored there
+  std::set<std::string> expand_;                               // nodes whose epilogues to expand (expand_epilogue)
 };
 
 class CpuPlan : public PreparedGraph {
@@ -174,6 +177,9 @@ class CpuPlan : public PreparedGraph {
 
  private:
   friend class PlanBuilder;
+  // One attempt at `graph`; adds to `expand` the nodes whose epilogues must run as nodes of their own.
+  static Result<std::unique_ptr<CpuPlan>> build_once(const graph::Graph& graph, WeightCache& weights,
+                                                     std::shared_ptr<ArenaPool> pool, std::set<std::string>* expand);
   struct Step {
     std::unique_ptr<CpuOp> op;
     std::vector<int> reads, writes;

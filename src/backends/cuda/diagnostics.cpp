@@ -85,23 +85,6 @@ cudaError_t use_device(int device, json* evidence) {
   return cudaSuccess;
 }
 
-Compared compare(const std::vector<float>& a, const std::vector<float>& b) {
-  Compared c;
-  double num = 0, den = 0;
-  for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
-    if (!std::isfinite(a[i])) {
-      ++c.non_finite;
-      continue;
-    }
-    double d = static_cast<double>(a[i]) - b[i];
-    num += d * d;
-    den += static_cast<double>(b[i]) * b[i];
-    c.max_abs_diff = std::max(c.max_abs_diff, std::abs(d));
-  }
-  c.nmse = (c.non_finite || a.size() != b.size()) ? INFINITY : num / std::max(den, 1e-30);
-  return c;
-}
-
 std::vector<float> random_floats(size_t n, uint32_t seed, float lo, float hi) {
   std::mt19937 rng(seed);
   std::uniform_real_distribution<float> dist(lo, hi);

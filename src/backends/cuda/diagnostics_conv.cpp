@@ -114,7 +114,7 @@ std::vector<float> round_to_half(const std::vector<float>& v) {
   return out;
 }
 
-Outcome compared(Outcome o, const std::string& what, const Compared& c, double limit, const char* mismatch_code,
+Outcome compared(Outcome o, const std::string& what, const Comparison& c, double limit, const char* mismatch_code,
                  const char* mismatch_status) {
   o.evidence["what"] = what;
   o.evidence["nmse"] = c.nmse;
@@ -147,7 +147,7 @@ Outcome check_cudnn_conv(const json& args) {
   Outcome o = run_cudnn_conv(p, CUDNN_DATA_FLOAT, x, w, &y, ev);
   if (o.status != "pass") return o;
   if (fault("numeric_mismatch") && !y.empty()) y[y.size() / 2] += 10.f;
-  return compared(o, "cuDNN fp32 convolution " + p.str(), compare(y, conv_reference(p, x, w)), kNmseFp32,
+  return compared(o, "cuDNN fp32 convolution " + p.str(), compare_floats(y, conv_reference(p, x, w)), kNmseFp32,
                   "L3_NUMERIC_MISMATCH", "fail");
 }
 
@@ -194,7 +194,8 @@ Outcome check_fp16(const json& args) {
   DIAG_CUDA(cudaMemcpy(got.data(), fc.as<float>(), n * sizeof(float), cudaMemcpyDeviceToHost));
   Outcome gemm;
   gemm.evidence = ev;
-  gemm = compared(gemm, "cuBLAS fp16 GEMM 128x128x128", compare(got, ref), kNmseFp16, "L3_FP16_MISMATCH", "warn");
+  gemm =
+      compared(gemm, "cuBLAS fp16 GEMM 128x128x128", compare_floats(got, ref), kNmseFp16, "L3_FP16_MISMATCH", "warn");
   json gemm_ev = gemm.evidence;
 
   // cuDNN: an fp16 convolution with channel counts that suit tensor cores.
@@ -207,7 +208,7 @@ Outcome check_fp16(const json& args) {
   std::vector<float> y;
   Outcome conv = run_cudnn_conv(p, CUDNN_DATA_HALF, x, w, &y, ev);
   if (conv.status == "pass") {
-    conv = compared(conv, "cuDNN fp16 convolution " + p.str(), compare(y, conv_reference(p, x, w)), kNmseFp16,
+    conv = compared(conv, "cuDNN fp16 convolution " + p.str(), compare_floats(y, conv_reference(p, x, w)), kNmseFp16,
                     "L3_FP16_MISMATCH", "warn");
   } else if (conv.code != "L3_STICKY_FAULT") {
     conv.evidence["error"] = conv.summary;

@@ -92,7 +92,7 @@ void worker(std::shared_ptr<Workers> st, int id, int device, int iterations, int
     if (o.status != "pass") {
       fail("cuDNN conv: " + o.summary, o.code);
     } else {
-      Compared c = compare(cy, conv_reference(p, cx, cw));
+      Comparison c = compare_floats(cy, conv_reference(p, cx, cw));
       if (c.non_finite || c.nmse > 1e-5) fail(fmt::format("cuDNN conv nmse {:.3g}", c.nmse), "L4_CONCURRENCY_MISMATCH");
     }
   }

@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "core/compare.h"
+
 namespace steadyocr::cuda::diag {
 
 using json = nlohmann::json;
@@ -41,12 +43,6 @@ Outcome cublas_failure(cublasStatus_t s, const std::string& what, json evidence)
 
 // cudaSetDevice plus the device's name, compute capability and memory, for evidence.
 cudaError_t use_device(int device, json* evidence);
-
-struct Compared {
-  double nmse = 0, max_abs_diff = 0;
-  int64_t non_finite = 0;
-};
-Compared compare(const std::vector<float>& actual, const std::vector<float>& expected);
 
 // Deterministic values in [lo, hi).
 std::vector<float> random_floats(size_t n, uint32_t seed, float lo = -1.f, float hi = 1.f);

@@ -7,6 +7,8 @@
 #include <map>
 #include <set>
 
+#include "backends/common/arena.h"
+#include "backends/common/schedule.h"
 #include "backends/cuda/check.h"
 #include "backends/cuda/ops/ops_util.h"
 #include "core/log.h"
@@ -37,48 +39,6 @@ float max_abs(const Tensor& t) {
   const float* p = t.data<float>();
   for (int64_t i = 0; i < t.numel(); ++i) m = std::max(m, std::fabs(p[i]));
   return m;
-}
-
-// Producers before consumers: the graph's own order when it is one (readable profiles), else Kahn's order.
-Result<std::vector<const Node*>> topo_order(const graph::Graph& g) {
-  std::vector<const Node*> order;
-  std::set<const Value*> ready_values(g.inputs().begin(), g.inputs().end());
-  bool in_order = true;
-  for (const auto& n : g.nodes()) {
-    for (const Value* v : n->inputs) {
-      if (v && v->producer && !v->is_constant() && !ready_values.count(v)) in_order = false;
-    }
-    for (const Value* v : n->outputs) ready_values.insert(v);
-    order.push_back(n.get());
-  }
-  if (in_order) return order;
-  order.clear();
-  std::map<const Node*, int> pending;
-  std::map<const Node*, std::vector<const Node*>> users;
-  for (const auto& n : g.nodes()) {
-    int deps = 0;
-    for (const Value* v : n->inputs) {
-      if (v && v->producer && !v->is_constant()) {
-        ++deps;
-        users[v->producer].push_back(n.get());
-      }
-    }
-    pending[n.get()] = deps;
-  }
-  std::vector<const Node*> ready;
-  for (const auto& n : g.nodes()) {
-    if (pending[n.get()] == 0) ready.push_back(n.get());
-  }
-  while (!ready.empty()) {
-    const Node* n = ready.back();
-    ready.pop_back();
-    order.push_back(n);
-    for (const Node* u : users[n]) {
-      if (--pending[u] == 0) ready.push_back(u);
-    }
-  }
-  if (order.size() != g.nodes().size()) return invalid_argument("graph has a cycle; cannot plan it");
-  return order;
 }
 
 }  // namespace
@@ -241,9 +201,7 @@ void PlanBuilder::add_step(std::unique_ptr<Step> s, const Node* n) {
 }
 
 Status PlanBuilder::build_node(const Node& n) {
-  bool all_constant = !n.outputs.empty();
-  for (const Value* o : n.outputs) all_constant = all_constant && o && o->is_constant();
-  if (all_constant) return Status::ok();  // folded already
+  if (common::is_folded(n)) return Status::ok();
   OpBuildFn fn = find_op_builder(n.op);
   if (!fn) return unsupported(fmt::format("{}: the CUDA backend has no kernel for op {}", n.describe(), op_name(n.op)));
   std::string why;
@@ -313,7 +271,7 @@ Result<std::unique_ptr<Plan>> PlanBuilder::build() {
   // The cuDNN workspace: one whole-run buffer sized after every step is known.
   plan_->workspace = BufRef{new_buffer(0, true), 0};
   Stopwatch sw;
-  ASSIGN_OR_RETURN(std::vector<const Node*> order, topo_order(graph_));
+  ASSIGN_OR_RETURN(std::vector<const Node*> order, common::schedule(graph_, common::ScheduleOrder::kGraph));
   for (const Node* n : order) RETURN_IF_ERROR(build_node(*n));
   RETURN_IF_ERROR(finish_outputs());
   plan_->buffers[plan_->workspace.buf].bytes = align_up(std::max<size_t>(plan_->workspace_bytes, 1));
@@ -340,8 +298,9 @@ Result<std::unique_ptr<Plan>> PlanBuilder::build() {
 Status PlanBuilder::place_and_bind() {
   Plan& p = *plan_;
   const int nb = static_cast<int>(p.buffers.size());
-  constexpr int kForever = 1 << 30;
-  std::vector<int> first(nb, kForever), last(nb, -1);
+  // Weights live in their own device memory; every other buffer goes in the arena (for keep_all plans each its
+  // own bytes, all alive after the run).
+  std::vector<common::ArenaBuffer> live(nb);
   std::vector<BufRef> reads, writes;
   for (int i = 0; i < static_cast<int>(p.steps.size()); ++i) {
     reads.clear();
@@ -349,55 +308,25 @@ Status PlanBuilder::place_and_bind() {
     p.steps[i]->collect(&reads, &writes);
     for (const auto* list : {&reads, &writes}) {
       for (const BufRef& r : *list) {
-        if (!r.valid()) continue;
-        first[r.buf] = std::min(first[r.buf], i);
-        last[r.buf] = std::max(last[r.buf], i);
+        if (r.valid()) live[r.buf].touch(i);
       }
     }
   }
-  struct Item {
-    int buf;
-    size_t bytes;
-    int first, last;
-  };
-  std::vector<Item> items;
   for (int b = 0; b < nb; ++b) {
     const auto& buf = p.buffers[b];
-    if (buf.kind != Plan::Buffer::Kind::kArena) continue;
-    if (buf.whole_run || options_.keep_all) {
-      items.push_back({b, buf.bytes, -1, kForever});
-    } else if (last[b] >= 0) {
-      items.push_back({b, buf.bytes, first[b], last[b]});
+    if (buf.kind != Plan::Buffer::Kind::kArena) {
+      live[b] = common::ArenaBuffer();
+      continue;
     }
+    live[b].bytes = buf.bytes;
+    if (buf.whole_run || options_.keep_all) live[b].whole_run();
   }
-  // Greedy by size: each buffer goes to the lowest offset free over its whole live range.
-  std::sort(items.begin(), items.end(),
-            [](const Item& a, const Item& b) { return a.bytes != b.bytes ? a.bytes > b.bytes : a.buf < b.buf; });
-  struct Placed {
-    size_t off, end;
-    int first, last;
-  };
-  std::vector<Placed> placed;
-  size_t total = 0;
-  for (const Item& it : items) {
-    size_t off = 0;
-    if (!options_.keep_all) {
-      std::vector<std::pair<size_t, size_t>> busy;
-      for (const Placed& q : placed) {
-        if (q.first <= it.last && it.first <= q.last) busy.push_back({q.off, q.end});
-      }
-      std::sort(busy.begin(), busy.end());
-      for (const auto& [s, e] : busy) {
-        if (off + it.bytes <= s) break;
-        off = std::max(off, e);
-      }
-    } else {
-      off = total;
-    }
-    placed.push_back({off, off + it.bytes, it.first, it.last});
-    p.buffers[it.buf].arena_offset = off;
-    total = std::max(total, off + it.bytes);
-  }
+  common::ArenaOptions ao;
+  ao.alignment = kAlign;
+  ao.reuse = !options_.keep_all;
+  const common::ArenaLayout layout = common::plan_arena(live, ao);
+  for (int b = 0; b < nb; ++b) p.buffers[b].arena_offset = layout.offsets[b];
+  const size_t total = layout.bytes;
   p.arena_bytes = total;
   ASSIGN_OR_RETURN(p.arena, device_.pool()->allocate(std::max<size_t>(total, 1), "activation arena"));
   p.bindings.bases.assign(nb, nullptr);

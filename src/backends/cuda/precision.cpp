@@ -11,6 +11,7 @@
 #include "backends/cuda/kernels/kernels.h"
 #include "backends/cuda/plan_builder.h"
 #include "backends/cuda/prepared_graph.h"
+#include "core/compare.h"
 #include "core/log.h"
 
 namespace steadyocr::cuda {
@@ -65,7 +66,7 @@ Result<std::map<std::string, ValueStats>> compare_values(CudaDevice& dev, const 
   for (size_t i = 0; i < names.size(); ++i) {
     ValueStats s;
     const double* h = &host[5 * i];
-    s.nmse = h[1] / std::max(h[0], 1e-30);
+    s.nmse = nmse_from_sums(h[1], h[0]);
     s.peak = h[2];
     s.non_finite = h[3];
     s.max_diff = h[4];

@@ -67,6 +67,9 @@ Status CudaPreparedGraph::init(const graph::Graph& g) {
   CudaDevice& dev = *state_->device;
   SO_GPU_CHECK(cudaSetDevice(dev.index()));
   graph_ = g.clone();
+  // The stages of fused epilogues become elementwise steps again, which the plan's program fusion merges into the
+  // convolution's epilogue (backends/cuda/fusion.cpp): the plans are those of the unfused graph.
+  graph::expand_epilogues(graph_);
   role_ = model_role(graph_);
   signature_ = model_signature(graph_);
   Stopwatch setup;

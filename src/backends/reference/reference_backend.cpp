@@ -13,6 +13,8 @@ class ReferencePrepared : public PreparedGraph {
   static Result<std::unique_ptr<PreparedGraph>> create(const graph::Graph& source) {
     auto p = std::unique_ptr<ReferencePrepared>(new ReferencePrepared());
     p->graph_ = source.clone();
+    // Fused epilogues run as the nodes they were: the oracle computes exactly the unfused graph.
+    graph::expand_epilogues(p->graph_);
     RETURN_IF_ERROR(p->plan());
     return std::unique_ptr<PreparedGraph>(std::move(p));
   }

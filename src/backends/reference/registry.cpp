@@ -60,6 +60,12 @@ Status run_node_reference(const graph::Node& node, const std::vector<const Tenso
     return unsupported(
         fmt::format("{}: the reference backend has no kernel for op {}", node.describe(), graph::op_name(node.op)));
   }
+  if (!node.epilogue.empty()) {
+    return unsupported(
+        fmt::format("{}: a fused epilogue runs on the reference backend only as nodes "
+                    "(graph::expand_epilogues)",
+                    node.describe()));
+  }
   outputs->clear();
   try {
     for (const graph::Value* v : node.outputs) {

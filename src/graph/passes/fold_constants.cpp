@@ -1,9 +1,8 @@
-// Constant folding: a node whose inputs are all constant is evaluated once with the reference kernel and its
-// output becomes a constant Value. Shape of a statically shaped value folds too, which is what removes the
-// exported Shape->Slice->Cast->Concat->Reshape chains once the input shape is known.
+// Constant folding: a node whose inputs are all constant is evaluated once with the evaluator the caller handed
+// in (PassOptions::evaluate) and its output becomes a constant Value. Shape of a statically shaped value folds too,
+// which is what removes the exported Shape->Slice->Cast->Concat->Reshape chains once the input shape is known.
 #include <fmt/format.h>
 
-#include "backends/reference/reference_backend.h"
 #include "core/log.h"
 #include "graph/passes/pass_util.h"
 #include "graph/passes/passes.h"
@@ -11,8 +10,6 @@
 
 namespace steadyocr::graph {
 namespace {
-
-constexpr size_t kDefaultMaxFoldBytes = size_t{64} << 20;
 
 // The output becomes a constant; the node goes.
 void make_constant(Graph& g, pass_util::Sweep& sweep, Node* n, Tensor t) {
@@ -26,11 +23,8 @@ void make_constant(Graph& g, pass_util::Sweep& sweep, Node* n, Tensor t) {
 
 }  // namespace
 
-Result<bool> fold_constants(Graph& graph) {
-  return fold_constants(graph, kDefaultMaxFoldBytes);
-}
-
-Result<bool> fold_constants(Graph& graph, size_t max_output_bytes) {
+Result<bool> fold_constants(Graph& graph, const PassOptions& options) {
+  const size_t max_output_bytes = options.max_fold_bytes;
   RETURN_IF_ERROR(graph.toposort());
   bool changed = false;
   pass_util::Sweep sweep(graph);
@@ -63,10 +57,11 @@ Result<bool> fold_constants(Graph& graph, size_t max_output_bytes) {
                  bytes, max_output_bytes);
       continue;
     }
-    if (find_reference_kernel(n->op) == nullptr) continue;
+    if (!options.evaluate) continue;
     args.clear();
     for (const Value* in : n->inputs) args.push_back(in ? &in->constant : nullptr);
-    Status s = run_node_reference(*n, args, &results);
+    Status s = options.evaluate(*n, args, &results);
+    if (s.is_ok() && results.empty()) s = internal_error("the evaluator returned no output");
     if (!s.is_ok()) {
       // Left for run time, where the same error will surface with its context.
       log::debug("passes", "not folding {}: {}", n->describe(), s.message());

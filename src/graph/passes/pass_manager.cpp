@@ -1,6 +1,8 @@
 // optimize(): the fixed pass order, with the verifier after every pass and a per-step node count.
 #include <fmt/format.h>
 
+#include <functional>
+
 #include "core/log.h"
 #include "graph/passes/passes.h"
 #include "graph/verifier.h"
@@ -36,7 +38,7 @@ std::string PassReport::describe() const {
 }
 
 Status optimize(Graph& graph, const PassOptions& options, PassReport* report) {
-  using PassFn = Result<bool> (*)(Graph&);
+  using PassFn = std::function<Result<bool>(Graph&)>;
   struct Pass {
     const char* name;
     PassFn fn;
@@ -45,7 +47,7 @@ Status optimize(Graph& graph, const PassOptions& options, PassReport* report) {
   // Order matters: folding first exposes patterns; BN/affine folding leaves Conv -> activation chains that the
   // HardSwish fusion turns into single activations; residual before activation so Conv+Add+Relu fuses fully.
   const Pass passes[] = {
-      {"fold constants", static_cast<PassFn>(fold_constants), true},
+      {"fold constants", [&options](Graph& g) { return fold_constants(g, options); }, true},
       {"eliminate identities", eliminate_identities, true},
       {"Conv+BN/affine fold", fold_conv_parameters, options.fold_batchnorm},
       {"HardSwish fusion", fuse_hardswish, options.fuse_activations},
@@ -55,6 +57,8 @@ Status optimize(Graph& graph, const PassOptions& options, PassReport* report) {
       {"Conv+residual fusion", fuse_conv_residual, options.fuse_residual},
       {"Conv+activation fusion", fuse_conv_activation, options.fuse_activations},
       {"eliminate identities", eliminate_identities, true},
+      // Last: the chains it takes must have reached their final form.
+      {"epilogue fusion", [&options](Graph& g) { return fuse_epilogues(g, options); }, options.fuse_epilogues},
   };
   bool all_static = true;
   for (const auto& v : graph.values()) all_static = all_static && v->has_static_shape();

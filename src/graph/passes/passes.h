@@ -2,6 +2,8 @@
 // manager runs the verifier after every pass.
 #pragma once
 
+#include <cstddef>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -10,14 +12,33 @@
 
 namespace steadyocr::graph {
 
-// Sets the graph inputs' shapes, propagates shapes, and folds every node whose inputs are all
-// constant (the exported Shape/Slice/Cast/Concat chains disappear). Fails when a shape is invalid
-// for the model (e.g. wrong channel count), naming the input and the expected shape.
-Status specialize(Graph& graph, const std::vector<Shape>& input_shapes);
+// Evaluates `node` on constant inputs (inputs[i] null for an omitted optional input) into `outputs`, allocated
+// from the node's output Values. graph/ knows no backend: the caller hands one in (the runtime builds it on the
+// reference kernels). An error leaves the node for run time.
+using NodeEvaluator =
+    std::function<Status(const Node& node, const std::vector<const Tensor*>& inputs, std::vector<Tensor>* outputs)>;
 
-Result<bool> fold_constants(Graph& graph);  // evaluates constant subgraphs with the reference kernels
-// Same, skipping nodes whose outputs exceed `max_output_bytes` (the default is 64 MiB).
-Result<bool> fold_constants(Graph& graph, size_t max_output_bytes);
+struct PassOptions {
+  bool fold_batchnorm = true;
+  bool fuse_activations = true;
+  bool fuse_layernorm = true;
+  bool fuse_residual = true;
+  bool fuse_epilogues = true;  // the pointwise chains after convolutions and matmuls (fuse_epilogues)
+  bool verify_each = true;
+  // How constant folding evaluates a node. Without one only what needs no kernel folds (Shape of a static
+  // shape, constant Reshape targets), which leaves a graph with computed constants the backends then run.
+  NodeEvaluator evaluate;
+  size_t max_fold_bytes = size_t{64} << 20;  // nodes whose outputs are larger stay unfolded
+};
+
+// Sets the graph inputs' shapes, propagates shapes, and folds every node whose inputs are all
+// constant (the exported Shape/Slice/Cast/Concat chains disappear) with `options.evaluate`. Fails when a shape is
+// invalid for the model (e.g. wrong channel count), naming the input and the expected shape.
+Status specialize(Graph& graph, const std::vector<Shape>& input_shapes, const PassOptions& options = {});
+
+// Evaluates constant subgraphs with `options.evaluate`, skipping nodes whose outputs exceed
+// `options.max_fold_bytes`.
+Result<bool> fold_constants(Graph& graph, const PassOptions& options);
 Result<bool> fold_batchnorm(Graph& graph);  // Conv(+b) -> BatchNorm  =>  Conv with scaled weights, bias
 // Conv -> Mul/Add/Sub/Div by a constant scalar or per-channel [C,1,1] tensor => Conv with new weights/bias (the
 // "learnable affine" blocks of PP-LCNetV3). Runs under PassOptions::fold_batchnorm.
@@ -31,14 +52,10 @@ Result<bool> fuse_conv_activation(Graph& graph);  // Conv/ConvTranspose -> Relu|
 Result<bool> fuse_layernorm(Graph& graph);        // ReduceMean/Sub/Pow/ReduceMean/Add/Sqrt/Div/Mul/Add => LayerNorm
 Result<bool> fuse_conv_residual(Graph& graph);    // Conv(act none) -> Add(other) => Conv with residual input
 Result<bool> eliminate_identities(Graph& graph);  // Identity, no-op Reshape/Squeeze chains on static shapes
-
-struct PassOptions {
-  bool fold_batchnorm = true;
-  bool fuse_activations = true;
-  bool fuse_layernorm = true;
-  bool fuse_residual = true;
-  bool verify_each = true;
-};
+// Conv/ConvTranspose/MatMul -> pointwise chain (activations, Sqrt, BatchNorm, constant scalar or per-channel
+// arithmetic, one residual Add, swish) => the chain as the node's epilogue stages (Node::epilogue).
+struct PassOptions;
+Result<bool> fuse_epilogues(Graph& graph, const PassOptions& options);
 
 struct PassReport {
   struct Step {

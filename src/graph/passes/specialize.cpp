@@ -34,7 +34,7 @@ Status check_input_shape(const Graph& g, const Value* in, const Shape& given) {
 
 }  // namespace
 
-Status specialize(Graph& graph, const std::vector<Shape>& input_shapes) {
+Status specialize(Graph& graph, const std::vector<Shape>& input_shapes, const PassOptions& options) {
   auto& inputs = graph.inputs();
   if (input_shapes.size() != inputs.size()) {
     return invalid_argument(fmt::format("model '{}' has {} input(s) but {} shape(s) were given", graph.name(),
@@ -63,7 +63,7 @@ Status specialize(Graph& graph, const std::vector<Shape>& input_shapes) {
   if (!s.is_ok()) return shape_error(s);
   // Each round folds what became constant and re-infers; the chains are short, a few rounds reach the fixpoint.
   for (int round = 0; round < 32; ++round) {
-    auto changed = fold_constants(graph);
+    auto changed = fold_constants(graph, options);
     if (!changed.is_ok()) return shape_error(changed.status());
     s = infer_shapes(graph);
     if (!s.is_ok()) return shape_error(s);

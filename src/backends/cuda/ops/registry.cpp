@@ -1,6 +1,6 @@
-// The op -> builder table and the static support check used by Backend::supports.
-#include <array>
-
+// The CUDA backend's ops, declared once: builder and conditions per op. Backend::supports and the plan builder
+// read this table.
+#include "backends/common/op_table.h"
 #include "backends/cuda/ops/ops.h"
 #include "backends/cuda/ops/ops_util.h"
 
@@ -9,103 +9,105 @@ namespace {
 
 using graph::OpKind;
 
-std::array<OpBuildFn, static_cast<size_t>(OpKind::kCount)> build_table() {
-  std::array<OpBuildFn, static_cast<size_t>(OpKind::kCount)> t{};
-  auto set = [&t](OpKind op, OpBuildFn fn) { t[static_cast<size_t>(op)] = fn; };
-  set(OpKind::kConv, build_conv);
-  set(OpKind::kConvTranspose, build_conv_transpose);
-  set(OpKind::kBatchNorm, build_batchnorm);
-  for (OpKind op : {OpKind::kAdd, OpKind::kSub, OpKind::kMul, OpKind::kDiv, OpKind::kPow}) set(op, build_binary);
-  for (OpKind op :
-       {OpKind::kSqrt, OpKind::kRelu, OpKind::kSigmoid, OpKind::kHardSigmoid, OpKind::kHardSwish, OpKind::kClip}) {
-    set(op, build_unary);
-  }
-  for (OpKind op : {OpKind::kGlobalAveragePool, OpKind::kAveragePool, OpKind::kMaxPool}) set(op, build_pool);
-  set(OpKind::kResize, build_resize);
-  set(OpKind::kConcat, build_concat);
-  for (OpKind op : {OpKind::kReshape, OpKind::kSqueeze, OpKind::kUnsqueeze, OpKind::kIdentity}) set(op, build_reshape);
-  set(OpKind::kTranspose, build_transpose);
-  set(OpKind::kMatMul, build_matmul);
-  set(OpKind::kSoftmax, build_softmax);
-  set(OpKind::kReduceMean, build_reduce_mean);
-  set(OpKind::kShape, build_shape);
-  set(OpKind::kCast, build_cast);
-  set(OpKind::kSlice, build_slice);
-  set(OpKind::kLayerNorm, build_layernorm);
-  return t;
+bool no(std::string* why, const char* reason) {
+  if (why) *why = reason;
+  return false;
 }
 
 bool rank_is(const graph::Value* v, size_t r) {
   return v && v->shape.size() == r;
 }
 
+bool rank_at_most_8(const graph::Node& n, std::string* why) {
+  for (const graph::Value* v : n.outputs) {
+    if (v && v->shape.size() > 8) return no(why, "rank above 8");
+  }
+  return true;
+}
+
+// Pointwise and reduction ops: integer math is folded on the host.
+bool floats(const graph::Node& n, std::string* why) {
+  if (!float_tensors_only(n)) return no(why, "only float tensors (integer math is folded on the host)");
+  return true;
+}
+
+bool conv_ok(const graph::Node& n, std::string* why) {
+  if (!float_tensors_only(n)) return no(why, "only float tensors");
+  if (!rank_is(n.input(0), 4) || !rank_is(n.output(), 4)) return no(why, "only 2-D convolutions (NCHW)");
+  if (!n.input(1) || !n.input(1)->is_constant()) return no(why, "weights must be constant");
+  return true;
+}
+
+bool resize_ok(const graph::Node& n, std::string* why) {
+  if (!float_tensors_only(n)) return no(why, "only float tensors");
+  if (!rank_is(n.input(0), 4) || !rank_is(n.output(), 4)) return no(why, "only 4-D (NCHW) resize");
+  if (n.input(0)->shape[0] != n.output()->shape[0] || n.input(0)->shape[1] != n.output()->shape[1]) {
+    return no(why, "only the two trailing axes may be resized");
+  }
+  return true;
+}
+
+bool pool_ok(const graph::Node& n, std::string* why) {
+  if (!float_tensors_only(n)) return no(why, "only float tensors");
+  if (!rank_is(n.input(0), 4)) return no(why, "only 2-D pooling (NCHW)");
+  return true;
+}
+
+bool layernorm_ok(const graph::Node& n, std::string* why) {
+  if (!float_tensors_only(n) || !n.input(0)) return no(why, "only float tensors");
+  const Shape& xs = n.input(0)->shape;
+  int64_t axis = 0;
+  if (!normalize_axis(n.attr<graph::LayerNormAttrs>().axis, static_cast<int64_t>(xs.size()), &axis)) {
+    return no(why, "axis out of range");
+  }
+  int64_t cols = 1;
+  for (size_t d = static_cast<size_t>(axis); d < xs.size(); ++d) cols *= xs[d];
+  for (size_t i = 1; i < 3; ++i) {
+    const graph::Value* p = n.input(i);
+    // Constants may broadcast (expanded on the host); a computed scale/bias must cover every element.
+    if (p && !p->is_constant() && shape_numel(p->shape) != cols) return no(why, "computed scale/bias that broadcast");
+  }
+  return true;
+}
+
+const common::OpTable<OpBuildFn>& op_table() {
+  // Layout ops (no check) take any element type.
+  static const common::OpTable<OpBuildFn> table(
+      "CUDA",
+      {
+          {{OpKind::kConv}, build_conv, conv_ok},
+          {{OpKind::kConvTranspose}, build_conv_transpose, conv_ok},
+          {{OpKind::kBatchNorm}, build_batchnorm, floats},
+          {{OpKind::kAdd, OpKind::kSub, OpKind::kMul, OpKind::kDiv, OpKind::kPow}, build_binary, floats},
+          {{OpKind::kSqrt, OpKind::kRelu, OpKind::kSigmoid, OpKind::kHardSigmoid, OpKind::kHardSwish, OpKind::kClip},
+           build_unary,
+           floats},
+          {{OpKind::kGlobalAveragePool, OpKind::kAveragePool, OpKind::kMaxPool}, build_pool, pool_ok},
+          {{OpKind::kResize}, build_resize, resize_ok},
+          {{OpKind::kConcat}, build_concat},
+          {{OpKind::kReshape, OpKind::kSqueeze, OpKind::kUnsqueeze, OpKind::kIdentity}, build_reshape},
+          {{OpKind::kTranspose}, build_transpose},
+          {{OpKind::kMatMul}, build_matmul, floats},
+          {{OpKind::kSoftmax}, build_softmax, floats},
+          {{OpKind::kReduceMean}, build_reduce_mean, floats},
+          {{OpKind::kShape}, build_shape},
+          {{OpKind::kCast}, build_cast},
+          {{OpKind::kSlice}, build_slice},
+          {{OpKind::kLayerNorm}, build_layernorm, layernorm_ok},
+      },
+      rank_at_most_8);
+  return table;
+}
+
 }  // namespace
 
 OpBuildFn find_op_builder(OpKind op) {
-  static const auto table = build_table();
-  auto i = static_cast<size_t>(op);
-  return i < table.size() ? table[i] : nullptr;
+  const auto* e = op_table().find(op);
+  return e ? e->build : nullptr;
 }
 
 bool op_supported(const graph::Node& n, std::string* why) {
-  auto no = [why](const char* reason) {
-    if (why) *why = reason;
-    return false;
-  };
-  if (!find_op_builder(n.op)) return no("no CUDA kernel for this op");
-  for (const graph::Value* v : n.outputs) {
-    if (v && v->shape.size() > 8) return no("rank above 8");
-  }
-  switch (n.op) {
-    case OpKind::kConv:
-    case OpKind::kConvTranspose:
-      if (!float_tensors_only(n)) return no("only float tensors");
-      if (!rank_is(n.input(0), 4) || !rank_is(n.output(), 4)) return no("only 2-D convolutions (NCHW)");
-      if (!n.input(1) || !n.input(1)->is_constant()) return no("weights must be constant");
-      return true;
-    case OpKind::kResize:
-      if (!float_tensors_only(n)) return no("only float tensors");
-      if (!rank_is(n.input(0), 4) || !rank_is(n.output(), 4)) return no("only 4-D (NCHW) resize");
-      if (n.input(0)->shape[0] != n.output()->shape[0] || n.input(0)->shape[1] != n.output()->shape[1]) {
-        return no("only the two trailing axes may be resized");
-      }
-      return true;
-    case OpKind::kGlobalAveragePool:
-    case OpKind::kAveragePool:
-    case OpKind::kMaxPool:
-      if (!float_tensors_only(n)) return no("only float tensors");
-      if (!rank_is(n.input(0), 4)) return no("only 2-D pooling (NCHW)");
-      return true;
-    case OpKind::kLayerNorm: {
-      if (!float_tensors_only(n) || !n.input(0)) return no("only float tensors");
-      const Shape& xs = n.input(0)->shape;
-      int64_t axis = 0;
-      if (!normalize_axis(n.attr<graph::LayerNormAttrs>().axis, static_cast<int64_t>(xs.size()), &axis)) {
-        return no("axis out of range");
-      }
-      int64_t cols = 1;
-      for (size_t d = static_cast<size_t>(axis); d < xs.size(); ++d) cols *= xs[d];
-      for (size_t i = 1; i < 3; ++i) {
-        const graph::Value* p = n.input(i);
-        // Constants may broadcast (expanded on the host); a computed scale/bias must cover every element.
-        if (p && !p->is_constant() && shape_numel(p->shape) != cols) return no("computed scale/bias that broadcast");
-      }
-      return true;
-    }
-    case OpKind::kReshape:
-    case OpKind::kSqueeze:
-    case OpKind::kUnsqueeze:
-    case OpKind::kIdentity:
-    case OpKind::kTranspose:
-    case OpKind::kConcat:
-    case OpKind::kSlice:
-    case OpKind::kShape:
-    case OpKind::kCast:
-      return true;  // any element type
-    default:
-      if (!float_tensors_only(n)) return no("only float tensors (integer math is folded on the host)");
-      return true;
-  }
+  return op_table().supports(n, why);
 }
 
 }  // namespace steadyocr::cuda
