@@ -36,7 +36,8 @@ lines = lambda r: [(l["text"], [[round(p, 1) for p in q] for q in l["box"]]) for
 same = sum(1 for k in a if k in b and lines(a[k]) == lines(b[k]))
 backends = {}
 for k, v in b.items():
-    backends[v.get("backend")] = backends.get(v.get("backend"), 0) + 1
+    r = v.get("rung", v.get("backend"))
+    backends[r] = backends.get(r, 0) + 1
 fb = sum(1 for v in b.values() if v.get("fallbacks"))
 print(f"   {tag}: {len(b)}/{len(a)} images, {same} identical to the clean run; backends {backends}; "
       f"{fb} results carry fallback events")
