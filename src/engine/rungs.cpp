@@ -143,18 +143,21 @@ class WorkerRung : public Rung {
         o.status = reply_status(*r);
         if (!o.status.is_ok()) continue;
         json h = json::parse(r->header, nullptr, false);
-        if (h.is_discarded() || !h.contains("result")) {
+        const size_t n = h.is_discarded() ? 0 : h.value("result_bytes", size_t{0});
+        if (n == 0 || n > r->payload.size()) {
           o.status = data_loss("worker reply without a result");
           continue;
         }
-        auto res = ocr_result_from_json(h["result"]);
+        json body =
+            json::parse(r->payload.begin(), r->payload.begin() + static_cast<std::ptrdiff_t>(n), nullptr, false);
+        auto res = ocr_result_from_json(body);
         if (!res.is_ok()) {
           o.status = res.status();
           continue;
         }
         o.result = std::move(*res);
         if (h.contains("vis_status")) o.vis_status = status_from_json(h["vis_status"]);
-        o.vis.assign(r->payload.begin(), r->payload.end());
+        o.vis.assign(r->payload.begin() + static_cast<std::ptrdiff_t>(n), r->payload.end());
       }
     };
     std::vector<std::thread> threads;

@@ -76,9 +76,13 @@ int worker_main(const std::string& config_json) {
     }
     pipeline::ImageReply reply = std::move(pipeline::read_images(p, {req}, limits, v)[0]);
     if (!reply.result.is_ok()) return reply.result.status();
-    json out = {{"result", ocr_result_to_json(*reply.result)}};
-    if (!reply.vis_status.is_ok()) out["vis_status"] = status_to_json(reply.vis_status);
-    return Message{out.dump(), std::string(reply.vis.begin(), reply.vis.end())};
+    // The header stays small (the supervisor reads every header for its job id): the result travels in the payload,
+    // followed by the visualisation's bytes when one was asked for.
+    std::string payload = ocr_result_to_json(*reply.result).dump();
+    json head = {{"result_bytes", payload.size()}};
+    if (!reply.vis_status.is_ok()) head["vis_status"] = status_to_json(reply.vis_status);
+    payload.append(reply.vis.begin(), reply.vis.end());
+    return Message{head.dump(), std::move(payload)};
   };
   // A device error seen after this process lost its context belongs to that loss: the worker exits without answering
   // (the supervisor retries the job on a restarted worker) instead of reporting a second, separate failure.
