@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 
 #include <functional>
+#include <vector>
 
 namespace steadyocr::cli {
 
@@ -17,6 +18,10 @@ struct Command {
   CLI::App* app = nullptr;
   std::function<int()> run;
 };
+
+// Adds --log-level, parses argv, sets the log level and runs the subcommand the user picked; the exit status of
+// both binaries (steadyocr, steadyocr-doctor).
+int run_commands(CLI::App& app, const std::vector<Command>& commands, int argc, char** argv);
 
 Command add_run_model_command(CLI::App& root);
 Command add_ocr_command(CLI::App& root);

@@ -102,8 +102,10 @@ class WorkerRung : public Rung {
       // A fault rule applies to the first worker only unless marked persistent ('!'): a restarted worker models a
       // device that recovered.
       EngineOptions restarted = options_;
-      auto persistent = parse_fault_spec(persistent_fault_spec(options_.faults));
-      restarted.faults = persistent.is_ok() ? *persistent : std::vector<FaultRule>{};
+      restarted.faults.clear();
+      for (const FaultRule& r : options_.faults) {
+        if (r.persistent) restarted.faults.push_back(r);
+      }
       so.restart_argv = {exe, "__worker", worker_config(restarted, name(), top_)};
       so.job_timeout_ms = options_.job_timeout_ms;
       so.max_attempts = options_.retry.worker_attempts;
