@@ -70,6 +70,13 @@ int worker_main(const std::string& config_json) {
     json h = json::parse(m.header, nullptr, false);
     pipeline::ImageRequest req{reinterpret_cast<const uint8_t*>(m.payload.data()), m.payload.size(),
                                h.is_discarded() ? std::string() : h.value("vis", std::string())};
+    if (!h.is_discarded() && h.contains("options")) {
+      try {
+        req.options = h["options"].get<pipeline::ImageOptions>();
+      } catch (const json::exception& e) {
+        return invalid_argument(std::string("image options from the engine: ") + e.what());
+      }
+    }
     const pipeline::Visualizer* v = nullptr;
     if (!req.vis_format.empty()) {
       std::lock_guard<std::mutex> lock(vis_mu);
