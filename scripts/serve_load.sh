@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Load test of `steadyocr serve` with hey (Debian package): measures the server's capacity on one image (requests/s
-# with one client at a time), then offers twice that for DURATION seconds and checks that every request is answered,
+# answered with 8 clients keeping it saturated), then offers twice that for DURATION seconds (at least 16 clients, each
+# at its share of the rate) and checks that every request is answered,
 # sent = ok + rejected, the only 5xx is 503 SERVER_BUSY, the p99 of the rejections is under 10 ms, and the RSS stays
 # flat. Writes a summary (and hey's per-request CSV) under OUT_DIR.
 #
@@ -28,26 +29,31 @@ done
 url="http://127.0.0.1:$port/v1/ocr"
 rss() { awk '/VmRSS/ {print $2}' "/proc/$pid/status"; }
 
-# Capacity: one client at a time for 10 s.
-hey -z 10s -c 1 -m POST -T image/jpeg -D "$image" -o csv "$url" >"$out/capacity.csv"
+# Capacity: 8 clients for 10 s keep every engine slot busy (the queue holds the rest).
+hey -z 10s -c 8 -m POST -T image/jpeg -D "$image" -o csv "$url" >"$out/capacity.csv"
 capacity=$(python3 -c "
 import csv,sys
 rows=list(csv.DictReader(open('$out/capacity.csv')))
 ok=[r for r in rows if r['status-code']=='200']
 print(len(ok)/10.0)")
-echo "capacity: $capacity requests/s (one client)"
+echo "capacity: $capacity requests/s"
 rss_before=$(rss)
 
-# Twice the capacity: 8 clients, each at a quarter of 2x capacity (hey -q is per client).
-clients=8
-qps=$(python3 -c "print(max(1, round(2*$capacity/$clients + 0.4999)))")
+# Twice the capacity: at least 16 clients (more than the server's engine slots and queue hold), each at an integer
+# rate (hey -q is per client).
+clients=$(python3 -c "import math; print(max(16, math.ceil(2*$capacity)))")
+qps=$(python3 -c "import math; print(max(1, math.ceil(2*$capacity/$clients)))")
+(while kill -0 $pid 2>/dev/null; do rss; sleep 2; done) >"$out/rss.txt" &
+sampler=$!
 hey -z "${duration}s" -c $clients -q "$qps" -m POST -T image/jpeg -D "$image" -o csv "$url" >"$out/load.csv"
+kill $sampler 2>/dev/null || true
 rss_after=$(rss)
 metrics=$(curl -s "http://127.0.0.1:$port/metrics")
 
-python3 - "$out/load.csv" "$capacity" "$clients" "$qps" "$duration" "$rss_before" "$rss_after" <<'EOF' | tee "$out/summary.txt"
-import csv, sys
-path, capacity, clients, qps, duration, rss0, rss1 = sys.argv[1:]
+python3 - "$out/load.csv" "$capacity" "$clients" "$qps" "$duration" "$rss_before" "$rss_after" "$out/serve.log" \
+  <<'EOF' | tee "$out/summary.txt"
+import csv, json, sys
+path, capacity, clients, qps, duration, rss0, rss1, log = sys.argv[1:]
 rows = list(csv.DictReader(open(path)))
 by = {}
 for r in rows:
@@ -59,8 +65,14 @@ other = {k: len(v) for k, v in by.items() if k not in ('200', '503')}
 print(f"offered: {clients} clients x {qps}/s = {int(clients)*int(qps)}/s for {duration}s (capacity {capacity}/s)")
 print(f"sent {sent} = ok {ok} + rejected {rejected} + other {other}")
 print(f"ok latency ms: p50 {p(by.get('200',[]),.5):.1f} p99 {p(by.get('200',[]),.99):.1f}")
+# The server's own time for its refusals (request headers read to response written), from its request log.
+server_busy = [l['ms'] for l in map(lambda t: json.loads(t) if t.startswith('{') else {}, open(log))
+               if l.get('outcome') == 'SERVER_BUSY']
 print(f"503 latency ms: p50 {p(by.get('503',[]),.5):.2f} p99 {p(by.get('503',[]),.99):.2f} max {max(by.get('503',[0])):.2f}")
-print(f"rss kB: before {rss0} after {rss1} ({(int(rss1)-int(rss0))/max(1,int(rss0))*100:+.1f}%)")
+print(f"503 server-side ms: p50 {p(server_busy,.5):.2f} p99 {p(server_busy,.99):.2f}")
+samples = [int(x) for x in open(log.replace('serve.log', 'rss.txt')).read().split()]
+print(f"rss kB: before {rss0} after {rss1} ({(int(rss1)-int(rss0))/max(1,int(rss0))*100:+.1f}%); "
+      f"during the load (every 2 s) min {min(samples, default=0)} max {max(samples, default=0)}")
 fails = []
 if other: fails.append(f"statuses other than 200/503: {other}")
 if sent != ok + rejected: fails.append("sent != ok + rejected")
