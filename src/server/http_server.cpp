@@ -135,8 +135,14 @@ class HttpFront {
     });
     http_.set_error_handler(
         httplib::Server::HandlerWithResponse([this](const httplib::Request& req, httplib::Response& res) {
-          if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;  // a route's own error
+          if (!res.body.empty() || res.content_length_ > 0 || res.has_header("X-Steadyocr-Error-Code")) {
+            return httplib::Server::HandlerResponse::Unhandled;  // a route's own error
+          }
           const bool oip = req.path.rfind("/v2", 0) == 0;
+          if (!current_request().active) {  // before routing: an unparsable request; nothing after it is trusted
+            current_request() = RequestContext{};
+            current_request().close_connection = res.status == 400 || res.status == 414;
+          }
           const int status = res.status;
           ApiError e = library_error(status);
           s_.reply_error(res, e, oip);
@@ -172,6 +178,7 @@ class HttpFront {
     // A client that asks before sending the body (Expect: 100-continue) learns at once that it is too large or that
     // no work is taken, without uploading it.
     http_.set_expect_100_continue_handler([this](const httplib::Request& req, httplib::Response& res) {
+      current_request() = RequestContext{};  // before routing (no pre-routing call)
       const size_t max = static_cast<size_t>(s_.options().max_body_mb) << 20;
       if (req.has_header("Content-Length") && req.get_header_value<uint64_t>("Content-Length") > max) {
         res.status = 413;
@@ -228,7 +235,7 @@ class HttpFront {
                    {"rung", res.get_header_value("X-Steadyocr-Rung")},
                    {"ms", std::round(ms * 100) / 100},
                    {"bytes_in", ctx.bytes_in},
-                   {"bytes_out", res.body.size()},
+                   {"bytes_out", res.body.size() + res.content_length_},
                    {"images", ctx.images},
                    {"remote", req.remote_addr}};
     log::write_record(res.status >= 500 ? log::Level::kWarn : log::Level::kInfo, "http", "request", fields.dump());

@@ -86,6 +86,7 @@ Refusal OcrService::read_body(const httplib::Request& req, httplib::Response& re
   body->query = req.params;
   const bool chunked = req.get_header_value("Transfer-Encoding") == "chunked";
   if (!req.has_header("Content-Length") && !chunked) {
+    current_request().close_connection = true;  // where a body would end is unknown
     return api_error("LENGTH_REQUIRED", "a POST without Content-Length or Transfer-Encoding: chunked",
                      "send the body with its Content-Length");
   }
@@ -121,6 +122,9 @@ Refusal OcrService::read_body(const httplib::Request& req, httplib::Response& re
   }
   current_request().bytes_in = total;
   if (ok) return std::nullopt;
+  // cpp-httplib reads a body whose Content-Length is over the limit away before it answers 413; any other failure
+  // leaves the rest of the body unread.
+  current_request().close_connection = !(res.status == 413 && !too_large);
   if (too_large || res.status == 413) {
     return api_error("BODY_TOO_LARGE",
                      "the body is larger than the limit of " + std::to_string(options_.max_body_mb) + " MB",
@@ -232,10 +236,26 @@ void OcrService::reply_json(httplib::Response& res, int status, const nlohmann::
 }
 
 void OcrService::reply_error(httplib::Response& res, const ApiError& e, bool oip) const {
-  current_request().outcome = e.code;
+  RequestContext& ctx = current_request();
+  ctx.outcome = e.code;
   res.set_header("X-Steadyocr-Error-Code", e.code);
   if (e.retry_after_s > 0) res.set_header("Retry-After", std::to_string(e.retry_after_s));
   reply_json(res, e.http_status, oip ? oip_error_json(e) : v1_error_json(e));
+  if (ctx.close_connection) close_after_response(res);
+}
+
+void close_after_response(httplib::Response& res) {
+  // cpp-httplib 0.11.4 keeps a connection open whatever the response says; it closes one whose content provider
+  // fails. This provider writes every byte of the response, then fails.
+  auto body = std::make_shared<std::string>(std::move(res.body));
+  res.body.clear();
+  const std::string type = res.get_header_value("Content-Type");
+  res.set_header("Connection", "close");
+  if (body->empty()) body->assign("\n");
+  res.set_content_provider(body->size(), type, [body](size_t offset, size_t length, httplib::DataSink& sink) {
+    sink.write(body->data() + offset, length);
+    return false;
+  });
 }
 
 }  // namespace steadyocr::server

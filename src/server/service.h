@@ -31,6 +31,9 @@ struct RequestContext {
   std::string rung;            // the rung that read the images ("" when none ran)
   size_t bytes_in = 0;
   int images = 0;
+  // The body was not read to its end (too slow, cut at the limit, unparsable framing): what the client still sends
+  // must not be read as a next request, so the connection closes after the response.
+  bool close_connection = false;
   Stopwatch clock;
 };
 RequestContext& current_request();
@@ -96,6 +99,9 @@ class OcrService {
   std::atomic<int> active_work_{0};  // requests with admitted images
   std::atomic<int> http_active_{0};
 };
+
+// Makes cpp-httplib close the connection once `res` is written (Connection: close).
+void close_after_response(httplib::Response& res);
 
 // Route registration (routes_v1.cpp, routes_oip.cpp, routes_health.cpp).
 void add_v1_routes(httplib::Server& http, OcrService& service);

@@ -166,8 +166,9 @@ class ServerProcess {
 };
 
 // Sends `bytes` on a fresh connection and reads one response (headers and Content-Length body) for up to timeout_s.
-// "" when nothing came back.
-inline std::string raw_exchange(int port, const std::string& bytes, double timeout_s) {
+// "" when nothing came back. `closed`, when given, tells whether the server closed the connection after the response
+// (waiting up to a second more for it).
+inline std::string raw_exchange(int port, const std::string& bytes, double timeout_s, bool* closed = nullptr) {
   int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in a{};
   a.sin_family = AF_INET;
@@ -192,6 +193,15 @@ inline std::string raw_exchange(int port, const std::string& bytes, double timeo
     auto cl = got.find("Content-Length: ");
     size_t length = cl == std::string::npos ? 0 : std::stoul(got.substr(cl + 16));
     if (got.size() >= end + 4 + length) break;
+  }
+  if (closed) {
+    *closed = false;
+    until = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+    while (!*closed && std::chrono::steady_clock::now() < until) {
+      char buf[256];
+      ssize_t n = ::recv(fd, buf, sizeof(buf), 0);
+      *closed = n == 0 || (n < 0 && errno == ECONNRESET);
+    }
   }
   ::close(fd);
   return got;

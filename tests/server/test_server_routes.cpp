@@ -283,11 +283,30 @@ TEST_F(ServerRoutes, SlowAndCutBodiesAreRefusedWithoutHoldingTheServer) {
   const std::string head =
       "POST /v1/ocr HTTP/1.1\r\nHost: x\r\nContent-Type: image/jpeg\r\nContent-Length: 5000\r\n\r\n";
   auto t0 = std::chrono::steady_clock::now();
-  std::string stalled = testing::raw_exchange(server_->port(), head + std::string(100, 'x'), 10);
+  bool closed = false;
+  std::string stalled = testing::raw_exchange(server_->port(), head + std::string(100, 'x'), 10, &closed);
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   EXPECT_EQ(stalled.rfind("HTTP/1.1 408", 0), 0u) << stalled;
   EXPECT_NE(stalled.find("BODY_TIMEOUT"), std::string::npos) << stalled;
+  EXPECT_NE(stalled.find("Connection: close"), std::string::npos) << stalled;
+  EXPECT_TRUE(closed) << "the rest of the body must not be read as a next request";
   EXPECT_LT(s, 5.0);
+  // A chunked body over --max-body-mb (1 MB) is cut at the limit: 413, and the connection closes.
+  std::string chunk = std::string(1 << 16, 'y');
+  std::string chunked =
+      "POST /v1/ocr HTTP/1.1\r\nHost: x\r\nContent-Type: image/jpeg\r\nTransfer-Encoding: chunked\r\n\r\n";
+  for (int i = 0; i < 20; ++i) chunked += "10000\r\n" + chunk + "\r\n";
+  std::string cut = testing::raw_exchange(server_->port(), chunked, 10, &closed);
+  EXPECT_EQ(cut.rfind("HTTP/1.1 413", 0), 0u) << cut.substr(0, 300);
+  EXPECT_NE(cut.find("BODY_TOO_LARGE"), std::string::npos) << cut.substr(0, 300);
+  EXPECT_TRUE(closed);
+  // Over the limit by Content-Length: the body is read away, 413, and the connection stays usable.
+  std::string big =
+      "POST /v1/ocr HTTP/1.1\r\nHost: x\r\nContent-Type: image/jpeg\r\nContent-Length: " + std::to_string(3 << 20) +
+      "\r\n\r\n" + std::string(3 << 20, 'z');
+  std::string drained = testing::raw_exchange(server_->port(), big, 10, &closed);
+  EXPECT_EQ(drained.rfind("HTTP/1.1 413", 0), 0u) << drained.substr(0, 300);
+  EXPECT_FALSE(closed);
   // A POST without a length.
   std::string no_length = testing::raw_exchange(
       server_->port(), "POST /v1/ocr HTTP/1.1\r\nHost: x\r\nContent-Type: image/jpeg\r\n\r\n", 10);
