@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <atomic>
 #include <mutex>
+#include <set>
 #include <thread>
 
 #include "server/server_process.h"
@@ -170,7 +171,8 @@ TEST_F(ServerLifecycle, RequireGpuMakesAStepDownNotReady) {
       if (g) {
         r = body_json(g);
         status = g->status;
-        if (r.value("rung", "") == "cpu" && r.value("reason", "") != "STALE") break;
+        const std::string reason = r.value("reason", "");
+        if (r.value("rung", "") == "cpu" && reason != "STALE" && reason != "STARTING") break;
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(200));
     }
@@ -188,6 +190,34 @@ TEST_F(ServerLifecycle, RequireGpuMakesAStepDownNotReady) {
     }
     EXPECT_EQ(s.signal_and_wait(SIGTERM, 30), 0);
   }
+}
+
+TEST_F(ServerLifecycle, ADeadDeviceIsNeverReady) {
+  // The only rung's device dies on every det call, in every worker; its self-test (not a request) still passes, so
+  // the models load. The readiness probe finds it dead: /readyz never says ready, and OCR is refused naming why.
+  ServerProcess s({"--ladder", "cpu-worker", "--threads", "2", "--probe-interval-ms", "300"},
+                  {"STEADYOCR_FAULT=sticky@det:1+!"});
+  ASSERT_TRUE(s.started()) << s.log();
+  auto c = s.client();
+  std::set<std::string> reasons;
+  bool probe_failed = false;
+  for (auto until = Steady::now() + std::chrono::seconds(20); Steady::now() < until;) {
+    auto r = c.Get("/readyz");
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->status, 503) << r->body;
+    json j = body_json(r);
+    reasons.insert(j["reason"]);
+    probe_failed |= j["last_probe"].value("ok", true) == false;
+    if (probe_failed && reasons.count("NO_RUNG")) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_TRUE(probe_failed) << s.log();
+  EXPECT_TRUE(reasons.count("NO_RUNG")) << "every rung failed";
+  auto ocr = c.Post("/v1/ocr", data("ocr/decode/line.jpg"), "image/jpeg");
+  ASSERT_TRUE(ocr);
+  EXPECT_GE(ocr->status, 500) << ocr->body;
+  EXPECT_NE(ocr->status, 200);
+  EXPECT_EQ(s.signal_and_wait(SIGTERM, 30), 0);
 }
 
 TEST_F(ServerLifecycle, SigtermUnderLoadFinishesInFlightRefusesNewAndExitsZero) {
