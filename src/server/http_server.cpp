@@ -285,7 +285,8 @@ int serve(const ServerOptions& options, const engine::EngineOptions& engine_opti
   if (!created.is_ok()) {
     std::fprintf(stderr, "error: %s\n", created.status().message().c_str());
     front.stop(Clock::now() + std::chrono::seconds(6));
-    return 1;
+    const StatusCode code = created.status().code();
+    return code == StatusCode::kInvalidArgument || code == StatusCode::kNotFound ? 2 : 1;  // as `steadyocr ocr`
   }
   std::shared_ptr<engine::OcrEngine> engine(std::move(*created));
   AdmissionOptions ao;

@@ -29,7 +29,8 @@ struct ServerOptions {
 
 // Listens (printing the address), loads the engine (503 SERVER_STARTING meanwhile; prints the rung it serves from),
 // serves until SIGTERM or SIGINT, then drains: not ready at once, new work refused, in-flight requests finish within
-// drain_s. Returns the exit status: 0 after a drain, 1 when the engine cannot start, 2 when it cannot listen.
+// drain_s. Returns the exit status: 0 after a drain, 1 when the engine cannot start on this machine, 2 when it cannot
+// listen or the flags or model files are wrong.
 int serve(const ServerOptions& options, const engine::EngineOptions& engine_options);
 
 }  // namespace steadyocr::server
