@@ -181,7 +181,15 @@ TEST_F(ServerOip, InferAsTritonsHttpClientSendsIt) {
     ASSERT_EQ(elements.size(), 1u);
     EXPECT_EQ(json::parse(elements[0])["lines"][0]["text"], "receipt2026");
   }
-  // A JSON request without outputs gets JSON back; a raw binary request (header length 0) gets binary.
+  // tritonclient's request_compression_algorithm="gzip" (and gzip answers for Accept-Encoding).
+  auto gz = server_->client();
+  gz.set_compress(true);
+  json plain = {{"inputs", {{{"name", "IMAGE"}, {"shape", {1}}, {"datatype", "BYTES"}, {"data", {b64(line)}}}}}};
+  auto z = gz.Post("/v2/models/ocr/infer", plain.dump(), "application/json");
+  ASSERT_TRUE(z);
+  ASSERT_EQ(z->status, 200) << z->body;
+  EXPECT_EQ(json::parse(body_json(z)["outputs"][0]["data"][0].get<std::string>())["lines"][0]["text"], "receipt2026");
+  // A raw binary request (header length 0) gets binary back.
   httplib::Headers raw = {{"Inference-Header-Content-Length", "0"}};
   auto r = c.Post("/v2/models/ocr/infer", raw, line, "application/octet-stream");
   ASSERT_TRUE(r);
