@@ -43,6 +43,7 @@ int worker_main(const std::string& config_json) {
   const int jobs = std::max(1, worker_jobs(options, rung));
   // GPU rungs: one execution lane per image in flight, made before serving (see the CUDA backend).
   if (is_gpu_rung(rung)) ::setenv("STEADYOCR_CUDA_LANES", std::to_string(jobs + 2).c_str(), 1);
+  if (options.log_json) log::set_json(true);
   if (!options.log_level.empty()) {
     log::Level lvl;
     if (log::parse_level(options.log_level, &lvl)) log::set_level(lvl);
