@@ -27,6 +27,7 @@ int run_serve(ServeArgs& a) {
       options->pipeline.mode != pipeline::OcrMode::kDetOnly && std::filesystem::is_regular_file(options->models.cls);
   use_threads(a.engine.threads);
   a.server.log_json = a.log_format == "json";
+  options->log_json = a.server.log_json;  // the worker processes' lines too
   return server::serve(a.server, *options);
 }
 

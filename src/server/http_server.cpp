@@ -13,6 +13,7 @@
 #include <cstring>
 #include <future>
 #include <random>
+#include <thread>
 
 #include "core/log.h"
 #include "core/metrics.h"
@@ -317,17 +318,30 @@ int serve(const ServerOptions& options, const engine::EngineOptions& engine_opti
     service.cancel_waits();
     for (int i = 0; i < 100 && service.active_work() > 0; ++i) wait_signal(10);
   }
-  service.readiness().stop();
-  // Idle keep-alive connections end within the keep-alive timeout; past the drain deadline they are cut by exiting.
-  const bool closed = front.stop(std::max(drain_deadline, Clock::now() + std::chrono::milliseconds(200)));
-  service.stop_admission();
-  service.set_engine(nullptr);
-  engine.reset();  // stops the worker processes
+  // The rest is bounded by the drain deadline too: a probe or an engine call stuck on a hung device (the watchdog may
+  // take minutes) must not hold the exit. Past the deadline the process exits without waiting for them; the worker
+  // processes see their pipe close and exit.
+  const auto exit_by = std::max(drain_deadline, Clock::now() + std::chrono::seconds(1));
+  std::promise<bool> stopped;
+  std::future<bool> done = stopped.get_future();
+  std::thread([&, p = std::move(stopped)]() mutable {
+    service.readiness().stop();
+    // Idle keep-alive connections end within the keep-alive timeout.
+    const bool closed = front.stop(exit_by);
+    service.stop_admission();
+    service.set_engine(nullptr);
+    engine.reset();  // stops the worker processes
+    p.set_value(closed);
+  }).detach();
+  const bool clean = done.wait_until(exit_by) == std::future_status::ready && done.get();
   log::info("server", "drained; exiting");
-  if (!closed) {
+  if (!clean) {
+    log::warn("server",
+              "threads still busy at the drain deadline (a stuck engine call or an idle keep-alive "
+              "connection); exiting without them");
     std::fflush(stdout);
     std::fflush(stderr);
-    ::_exit(0);  // connection threads still parked in keep-alive waits; nothing of theirs is pending
+    ::_exit(0);
   }
   return 0;
 }

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <mutex>
 #include <set>
+#include <sstream>
 #include <thread>
 
 #include "server/server_process.h"
@@ -256,6 +257,46 @@ TEST_F(ServerLifecycle, SigtermUnderLoadFinishesInFlightRefusesNewAndExitsZero) 
   EXPECT_EQ(s.wait_exit(25), 0) << s.log();
   EXPECT_LT(ms_since(t0), 21000);
   EXPECT_FALSE(s.client(2).Get("/livez")) << "nothing listens after the drain";
+}
+
+TEST_F(ServerLifecycle, DrainDeadlineAnswersWhatIsStuckAndExitsOnTime) {
+  // The worker hangs on the first request's det call (the start-up probe was call 1) and the watchdog is far off: the
+  // drain deadline (1 s) answers that request SERVER_DRAINING and the server exits 0 without waiting for the engine.
+  ServerProcess s({"--ladder", "cpu-worker", "--threads", "2", "--drain-s", "1", "--watchdog", "300",
+                   "--probe-interval-ms", "600000"},
+                  {"STEADYOCR_FAULT=hang@det:2"});
+  ASSERT_TRUE(s.started() && s.wait_ready()) << s.log();
+  int stuck_status = 0;
+  std::string stuck_code;
+  std::thread client([&] {
+    auto r = s.client().Post("/v1/ocr", data("ocr/decode/line.jpg"), "image/jpeg");
+    if (!r) return;
+    stuck_status = r->status;
+    stuck_code = r->get_header_value("X-Steadyocr-Error-Code");
+  });
+  for (int i = 0; i < 200; ++i) {
+    auto m = s.client().Get("/metrics");
+    if (m && metric(m->body, "steadyocr_in_flight") >= 1) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  auto t0 = Steady::now();
+  ::kill(s.pid(), SIGTERM);
+  client.join();
+  EXPECT_EQ(stuck_status, 503);
+  EXPECT_EQ(stuck_code, "SERVER_DRAINING");
+  EXPECT_EQ(s.wait_exit(10), 0) << s.log();
+  EXPECT_LT(ms_since(t0), 4000);
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  EXPECT_TRUE(s.workers().empty());
+  // Every log line is a JSON object, the worker process's included.
+  std::istringstream log(s.log());
+  int worker_lines = 0;
+  for (std::string line; std::getline(log, line);) {
+    json j = json::parse(line, nullptr, false);
+    EXPECT_TRUE(j.is_object()) << line;
+    worker_lines += j.is_object() && j.value("component", "") == "fault";
+  }
+  EXPECT_GT(worker_lines, 0) << "the worker's fault lines";
 }
 
 TEST_F(ServerLifecycle, KilledWorkerUnderLoadLosesNoRequestAndIsCounted) {
