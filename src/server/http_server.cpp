@@ -164,11 +164,12 @@ class HttpFront {
     });
     http_.set_post_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
       RequestContext& ctx = current_request();
-      if (!ctx.active) {  // cpp-httplib answered before routing (an unparsable request)
+      if (!ctx.active) {  // answered before routing: an unparsable request, or an Expect: 100-continue refusal
+        const std::string code = res.get_header_value("X-Steadyocr-Error-Code");
         ctx = RequestContext{};
         ctx.id = request_id(req);
         ctx.route = route_of(req.path);
-        if (res.status >= 400 && ctx.outcome == "OK") ctx.outcome = library_error(res.status).code;
+        ctx.outcome = !code.empty() ? code : res.status >= 400 ? library_error(res.status).code : "OK";
       }
       if (!res.has_header("X-Request-Id")) res.set_header("X-Request-Id", ctx.id);
       const std::string rung = ctx.rung.empty() ? s_.current_rung() : ctx.rung;

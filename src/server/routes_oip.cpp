@@ -64,6 +64,9 @@ Refusal read_input(const json& input, std::string_view* binary, const OcrService
   for (const char* k : {"name", "shape", "datatype"}) {
     if (!input.contains(k)) return invalid(std::string("the input has no '") + k + "'");
   }
+  if (!input["name"].is_string() || !input["datatype"].is_string()) {
+    return invalid("the input's name and datatype must be strings");
+  }
   if (input["datatype"] != "BYTES") {
     return invalid("input '" + input.value("name", "") + "' has datatype " + input["datatype"].dump() +
                        "; the ocr model takes BYTES (encoded image files)",
@@ -90,7 +93,8 @@ Refusal read_input(const json& input, std::string_view* binary, const OcrService
   if (input.contains("parameters")) {
     if (!input["parameters"].is_object()) return invalid("the input's parameters must be an object");
     for (const auto& [k, v] : input["parameters"].items()) {
-      if (k == "binary_data_size" && v.is_number_integer()) {
+      if (k == "binary_data_size") {
+        if (!v.is_number_integer()) return invalid("binary_data_size must be an integer (got " + v.dump() + ")");
         binary_size = v.get<int64_t>();
       } else if (k != "content_type") {
         return api_error("UNKNOWN_OPTION", "unknown input parameter '" + k + "'",
@@ -246,7 +250,13 @@ void infer(OcrService& s, const httplib::Request& req, httplib::Response& res, c
                          true);
   }
   InferRequest r;
-  if (auto e = parse_infer(body, req, s, &r)) return s.reply_error(res, oip(*e), true);
+  Refusal parsed;
+  try {
+    parsed = parse_infer(body, req, s, &r);
+  } catch (const json::exception& e) {  // a member of an unexpected JSON type
+    parsed = invalid(std::string("the inference request has a member of the wrong type: ") + e.what());
+  }
+  if (parsed) return s.reply_error(res, oip(*parsed), true);
   std::vector<ImageRun> runs;
   if (auto e = s.run(r.images, &runs)) return s.reply_error(res, oip(*e), true);
   std::vector<std::string> results;

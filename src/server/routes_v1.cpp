@@ -6,12 +6,23 @@ namespace {
 
 using json = nlohmann::ordered_json;
 
+// A parse whose JSON holds a member of an unexpected type is the client's INVALID_JSON, not a 500.
+template <typename F>
+Refusal guarded(F parse) {
+  try {
+    return parse();
+  } catch (const nlohmann::json::exception& e) {
+    return api_error("INVALID_JSON", std::string("a member of the wrong type: ") + e.what(),
+                     "see docs/SERVING.md for the body's shape");
+  }
+}
+
 void ocr_one(OcrService& s, const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& reader) {
   if (auto e = s.refuse_unless_serving()) return s.reply_error(res, *e);
   RequestBody body;
   if (auto e = s.read_body(req, res, reader, &body)) return s.reply_error(res, *e);
   std::vector<ImageInput> inputs(1);
-  if (auto e = parse_single(body, s.models(), &inputs[0])) return s.reply_error(res, *e);
+  if (auto e = guarded([&] { return parse_single(body, s.models(), &inputs[0]); })) return s.reply_error(res, *e);
   std::vector<ImageRun> runs;
   if (auto e = s.run(inputs, &runs)) return s.reply_error(res, *e);
   if (runs[0].error) return s.reply_error(res, *runs[0].error);
@@ -27,7 +38,9 @@ void ocr_batch(OcrService& s, const httplib::Request& req, httplib::Response& re
   RequestBody body;
   if (auto e = s.read_body(req, res, reader, &body)) return s.reply_error(res, *e);
   std::vector<ImageInput> inputs;
-  if (auto e = parse_batch(body, s.models(), s.options().max_batch, &inputs)) return s.reply_error(res, *e);
+  if (auto e = guarded([&] { return parse_batch(body, s.models(), s.options().max_batch, &inputs); })) {
+    return s.reply_error(res, *e);
+  }
   std::vector<ImageRun> runs;
   if (auto e = s.run(inputs, &runs)) return s.reply_error(res, *e);
   json results = json::array();

@@ -224,6 +224,16 @@ TEST_F(ServerOip, ProtocolErrorsNameWhatIsWrong) {
                    "element 0");
   expect_oip_error(post({{"inputs", {input({1}, "BYTES", {b64(data("ocr/decode/huge_dims.png"))})}}}), 400,
                    "header declares");
+  expect_oip_error(post({{"inputs", {{{"name", 7}, {"shape", {1}}, {"datatype", "BYTES"}, {"data", {img}}}}}}), 400,
+                   "must be strings");
+  expect_oip_error(post({{"inputs",
+                          {{{"name", "IMAGE"},
+                            {"shape", {1}},
+                            {"datatype", "BYTES"},
+                            {"data", {img}},
+                            {"parameters", {{"binary_data_size", "ten"}}}}}}}),
+                   400, "binary_data_size");
+  expect_oip_error(post({{"id", 42}, {"inputs", {input({1}, "BYTES", {img})}}}), 400, "'id'");
   expect_oip_error(c.Post("/v2/models/ocr/infer", "{\"inputs\": [", "application/json"), 400, "JSON");
   expect_oip_error(c.Post("/v2/models/ocr/infer", "hello", "text/plain"), 415, "text/plain");
   httplib::Headers bad_len = {{"Inference-Header-Content-Length", "999999"}};
