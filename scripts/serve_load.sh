@@ -45,8 +45,30 @@ clients=$(python3 -c "import math; print(max(16, math.ceil(2*$capacity)))")
 qps=$(python3 -c "import math; print(max(1, math.ceil(2*$capacity/$clients)))")
 (while kill -0 $pid 2>/dev/null; do rss; sleep 2; done) >"$out/rss.txt" &
 sampler=$!
+# A second client beside hey, on one keep-alive connection every 50 ms: the refusal latency without hey's own
+# scheduling (hey's goroutines share the cores with the server).
+python3 - "$port" "$image" "$duration" >"$out/probe.txt" <<'PROBE' &
+import http.client, sys, time
+port, image, duration = int(sys.argv[1]), sys.argv[2], float(sys.argv[3])
+body = open(image, 'rb').read()
+c = http.client.HTTPConnection('127.0.0.1', port)
+time.sleep(2)
+lat = {}
+end = time.time() + duration - 4
+while time.time() < end:
+    t = time.perf_counter()
+    c.request('POST', '/v1/ocr', body, {'Content-Type': 'image/jpeg'})
+    r = c.getresponse(); r.read()
+    lat.setdefault(r.status, []).append((time.perf_counter() - t) * 1000)
+    time.sleep(0.05)
+v = sorted(lat.get(503, [])) or [float('nan')]
+print(f"503 latency ms (second client, {len(lat.get(503, []))} refusals): p50 {v[len(v)//2]:.2f} "
+      f"p99 {v[min(len(v)-1, int(len(v)*.99))]:.2f} max {v[-1]:.2f}")
+PROBE
+prober=$!
 hey -z "${duration}s" -c $clients -q "$qps" -m POST -T image/jpeg -D "$image" -o csv "$url" >"$out/load.csv"
 kill $sampler 2>/dev/null || true
+wait $prober || true
 rss_after=$(rss)
 metrics=$(curl -s "http://127.0.0.1:$port/metrics")
 
@@ -79,4 +101,5 @@ if sent != ok + rejected: fails.append("sent != ok + rejected")
 if rejected and p(by['503'], .99) >= 10: fails.append("p99 of rejections >= 10 ms")
 print("PASS" if not fails else "FAIL: " + "; ".join(fails))
 EOF
+tee -a "$out/summary.txt" <"$out/probe.txt"
 echo "$metrics" | grep -E '^steadyocr_(http_requests_total|queue_depth|deadline_dropped_total)' | tee -a "$out/summary.txt"
