@@ -124,6 +124,43 @@ TEST_F(ServerLifecycle, OverloadIsRefusedFastWithRetryAfter) {
   EXPECT_EQ(s.signal_and_wait(SIGTERM, 30), 0);
 }
 
+TEST_F(ServerLifecycle, WaitingRequestsDoNotHoldEveryConnectionThread) {
+  // 24 requests wait for the engine (one image at a time), each holding its connection's thread: far more than a
+  // fixed pool of 8 would have. Health, metrics and refusals are still answered at once.
+  ServerProcess s(
+      {"--backend", "cpu", "--threads", "2", "--max-queue", "23", "--concurrency", "1", "--batch-images", "1"});
+  ASSERT_TRUE(s.started() && s.wait_ready()) << s.log();
+  const std::string doc = data("engine/doc_0003.jpg");
+  Tally t;
+  std::vector<std::thread> clients;
+  for (int k = 0; k < 24; ++k) clients.emplace_back([&] { t.add(s.client().Post("/v1/ocr", doc, "image/jpeg"), 0); });
+  for (int i = 0; i < 300; ++i) {
+    auto m = s.client().Get("/metrics");
+    if (m && metric(m->body, "steadyocr_queue_depth") >= 20) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  auto c = s.client();
+  for (int i = 0; i < 5; ++i) {
+    auto t0 = Steady::now();
+    auto live = c.Get("/livez");
+    const double live_ms = ms_since(t0);
+    t0 = Steady::now();
+    auto busy = c.Post("/v1/ocr", doc, "image/jpeg");
+    const double busy_ms = ms_since(t0);
+    ASSERT_TRUE(live && busy);
+    EXPECT_EQ(live->status, 200);
+    EXPECT_LT(live_ms, 50) << "/livez behind waiting requests";
+    if (busy->status == 503) {
+      EXPECT_EQ(busy->get_header_value("X-Steadyocr-Error-Code"), "SERVER_BUSY");
+      EXPECT_LT(busy_ms, 50);
+    }
+  }
+  for (auto& th : clients) th.join();
+  EXPECT_EQ(t.lost, 0);
+  EXPECT_EQ(t.by_status[200], 24) << "the waiting requests are all read";
+  EXPECT_EQ(s.signal_and_wait(SIGTERM, 30), 0);
+}
+
 TEST_F(ServerLifecycle, PastTheDeadlineQueuedWorkIsDroppedNotRun) {
   ServerProcess s({"--backend", "cpu", "--threads", "2", "--concurrency", "1", "--batch-images", "1", "--deadline-ms",
                    "400", "--probe-interval-ms", "600000"});
