@@ -217,6 +217,11 @@ class HttpFront {
   }
   // Stops accepting; true when every connection thread finished before `until`.
   bool stop(Clock::time_point until) {
+    // cpp-httplib's stop() does nothing before its listen loop has begun: an engine that fails at once could
+    // otherwise leave the loop accepting for ever.
+    while (!http_.is_running() && done_.wait_for(std::chrono::milliseconds(1)) != std::future_status::ready &&
+           Clock::now() < until) {
+    }
     http_.stop();
     return done_.wait_until(until) == std::future_status::ready;
   }
@@ -286,9 +291,13 @@ int serve(const ServerOptions& options, const engine::EngineOptions& engine_opti
   auto created = engine::OcrEngine::create(engine_options);
   if (!created.is_ok()) {
     std::fprintf(stderr, "error: %s\n", created.status().message().c_str());
-    front.stop(Clock::now() + std::chrono::seconds(6));
     const StatusCode code = created.status().code();
-    return code == StatusCode::kInvalidArgument || code == StatusCode::kNotFound ? 2 : 1;  // as `steadyocr ocr`
+    const int rc = code == StatusCode::kInvalidArgument || code == StatusCode::kNotFound ? 2 : 1;  // as `ocr`
+    if (!front.stop(Clock::now() + std::chrono::seconds(6))) {
+      std::fflush(stderr);
+      ::_exit(rc);  // a connection thread still parked in a keep-alive wait
+    }
+    return rc;
   }
   std::shared_ptr<engine::OcrEngine> engine(std::move(*created));
   AdmissionOptions ao;
