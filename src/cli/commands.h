@@ -27,5 +27,6 @@ Command add_run_model_command(CLI::App& root);
 Command add_ocr_command(CLI::App& root);
 Command add_doctor_command(CLI::App& root);
 Command add_bench_command(CLI::App& root);
+Command add_serve_command(CLI::App& root);
 
 }  // namespace steadyocr::cli

@@ -22,5 +22,6 @@ int main(int argc, char** argv) {
   commands.push_back(cli::add_run_model_command(app));
   commands.push_back(cli::add_doctor_command(app));
   commands.push_back(cli::add_bench_command(app));
+  commands.push_back(cli::add_serve_command(app));
   return cli::run_commands(app, commands, argc, argv);
 }

@@ -93,7 +93,14 @@ bool parse_level(std::string_view name, Level* out) {
 }
 
 void write(Level level, std::string_view component, std::string_view message) {
+  write_record(level, component, message, "");
+}
+
+void write_record(Level level, std::string_view component, std::string_view message, std::string_view fields) {
   if (level < g_level.load() || level == Level::kOff) return;
+  // The members of the caller's object, without its braces.
+  std::string_view members;
+  if (fields.size() > 2 && fields.front() == '{' && fields.back() == '}') members = fields.substr(1, fields.size() - 2);
   auto now = std::chrono::system_clock::now();
   std::time_t secs = std::chrono::system_clock::to_time_t(now);
   int ms =
@@ -103,11 +110,12 @@ void write(Level level, std::string_view component, std::string_view message) {
   char stamp[32];
   std::strftime(stamp, sizeof(stamp), g_json ? "%Y-%m-%dT%H:%M:%S" : "%H:%M:%S", &tm);
   if (g_json) {
-    logger().info(R"({{"ts":"{}.{:03d}Z","level":"{}","component":"{}","msg":"{}"}})", stamp, ms, level_name(level),
-                  json_escape(component), json_escape(message));
+    logger().info(R"({{"ts":"{}.{:03d}Z","level":"{}","component":"{}","msg":"{}"{}{}}})", stamp, ms, level_name(level),
+                  json_escape(component), json_escape(message), members.empty() ? "" : ",", members);
   } else {
     static const char* kTags[] = {"DEBUG", "INFO ", "WARN ", "ERROR"};
-    logger().info("[{}.{:03d}] {} [{}] {}", stamp, ms, kTags[static_cast<int>(level)], component, message);
+    logger().info("[{}.{:03d}] {} [{}] {}{}{}", stamp, ms, kTags[static_cast<int>(level)], component, message,
+                  fields.empty() ? "" : " ", fields);
   }
 }
 

@@ -19,6 +19,9 @@ bool parse_level(std::string_view name, Level* out);
 // Structured JSON lines instead of text (used by the server).
 void set_json(bool json);
 void write(Level level, std::string_view component, std::string_view message);
+// A structured record: `fields` is a JSON object ("{...}", serialised by the caller) whose members join the line's own
+// (ts, level, component, msg) in JSON mode; in text mode they follow the message.
+void write_record(Level level, std::string_view component, std::string_view message, std::string_view fields);
 
 template <typename... A>
 void debug(std::string_view component, fmt::format_string<A...> f, A&&... a) {

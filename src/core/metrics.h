@@ -1,4 +1,4 @@
-// Process-wide metrics (counters, gauges) with labels, rendered as Prometheus text.
+// Process-wide metrics (counters, gauges, histograms) with labels, rendered as Prometheus text.
 #pragma once
 
 #include <cstdint>
@@ -14,7 +14,13 @@ using Labels = std::vector<std::pair<std::string, std::string>>;
 // Adds `v` to the counter `name{labels}` (created at zero on first use).
 void inc(const std::string& name, const Labels& labels = {}, double v = 1.0);
 void set_gauge(const std::string& name, const Labels& labels, double v);
-// Current value, 0 when never touched.
+// Sets the counter `name{labels}` to `v`: a count kept by another component (a supervisor's worker restarts),
+// copied in before rendering. The caller keeps it monotonic.
+void set_counter(const std::string& name, const Labels& labels, double v);
+// Records `v` in the histogram `name{labels}`; `buckets` are the upper bounds, ascending (+Inf is implied). The first
+// observation of a family fixes its buckets. Rendered as name_bucket{..., le}, name_sum and name_count.
+void observe(const std::string& name, const Labels& labels, double v, const std::vector<double>& buckets);
+// Current value (a histogram's observation count), 0 when never touched.
 double value(const std::string& name, const Labels& labels = {});
 // Sum over every label set of `name`.
 double total(const std::string& name);

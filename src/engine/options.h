@@ -47,6 +47,7 @@ struct EngineOptions {
   std::vector<FaultRule> faults;
   RetryPolicy retry;
   std::string log_level;  // the level worker processes log at ("" = their default)
+  bool log_json = false;  // worker processes log JSON lines (as the server does)
 };
 
 // Rungs of the ladder by kind.
@@ -64,6 +65,6 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(RetryPolicy, worker_attempts, re
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(EngineOptions, models, pipeline, limits, backend, require_gpu,
                                                 gpu_mem_mb, threads, job_timeout_ms, worker_concurrency, self_test,
                                                 reprobe, reprobe_backoff_ms, worker_exe, ladder, faults, retry,
-                                                log_level)
+                                                log_level, log_json)
 
 }  // namespace steadyocr::engine

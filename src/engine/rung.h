@@ -22,6 +22,8 @@ struct ImageJob {
   // Also return the visualisation (boxes and text drawn over the picture), encoded in this format (".jpg", ".png";
   // "" = none). It is drawn from the picture decoded for reading, wherever that ran.
   std::string vis_format;
+  // This image's changes to the pipeline's options (a server request's thresholds, mode, classifier).
+  pipeline::ImageOptions options;
 };
 
 // One image's outcome. `events` are the ladder moves that happened while it ran (also kept by the engine).

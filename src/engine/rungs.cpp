@@ -45,7 +45,7 @@ class InProcessRung : public Rung {
     std::vector<pipeline::ImageRequest> requests(jobs.size());
     bool want_vis = false;
     for (size_t i = 0; i < jobs.size(); ++i) {
-      requests[i] = {jobs[i]->bytes.data(), jobs[i]->bytes.size(), jobs[i]->vis_format};
+      requests[i] = {jobs[i]->bytes.data(), jobs[i]->bytes.size(), jobs[i]->vis_format, jobs[i]->options};
       want_vis |= !jobs[i]->vis_format.empty();
     }
     const pipeline::Pipeline* p;
@@ -136,7 +136,9 @@ class WorkerRung : public Rung {
         const ImageJob& j = *jobs[i];
         EngineOutcome& o = out[i];
         o.rung = name();
-        Message req{json{{"name", j.name}, {"vis", j.vis_format}}.dump(), std::string(j.bytes.begin(), j.bytes.end())};
+        json header = {{"name", j.name}, {"vis", j.vis_format}};
+        if (!j.options.empty()) header["options"] = j.options;
+        Message req{header.dump(), std::string(j.bytes.begin(), j.bytes.end())};
         auto r = sup->call(req);
         if (!r.is_ok()) {
           o.status = r.status();

@@ -361,6 +361,7 @@ int refuse_worker(const Status& why) {
 
 int serve_worker(const std::string& ready_header, const WorkerHandler& handler, int concurrency,
                  const std::function<bool()>& context_lost) {
+  const pid_t parent = ::getppid();
   std::mutex write_mu;
   if (!write_message(4, {ready_header, ""}).is_ok()) return 4;
   std::mutex qmu;
@@ -401,7 +402,13 @@ int serve_worker(const std::string& ready_header, const WorkerHandler& handler, 
     }
   };
   std::vector<std::thread> threads;
-  for (int i = 0; i < std::max(1, concurrency); ++i) threads.emplace_back(work);
+  std::atomic<int> working{std::max(1, concurrency)};
+  for (int i = 0; i < std::max(1, concurrency); ++i) {
+    threads.emplace_back([&] {
+      work();
+      --working;
+    });
+  }
   for (;;) {
     auto m = read_message(3, -1);
     if (!m.is_ok()) break;
@@ -414,6 +421,13 @@ int serve_worker(const std::string& ready_header, const WorkerHandler& handler, 
     eof = true;
   }
   qcv.notify_all();
+  // If the supervisor went away without stopping us (its process exited or was killed), nobody can take the answers
+  // of the jobs still running, and one may hang on the device for good, holding it: do not wait for them then. (The
+  // pipe closes before the dying parent is gone, so keep asking while the jobs finish.)
+  while (working > 0) {
+    if (::getppid() != parent) ::_exit(0);
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
   for (auto& t : threads) t.join();
   return 0;
 }

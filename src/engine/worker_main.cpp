@@ -41,6 +41,7 @@ int worker_main(const std::string& config_json) {
   }
   set_num_threads(options.threads);
   const int jobs = std::max(1, worker_jobs(options, rung));
+  if (options.log_json) log::set_json(true);
   if (!options.log_level.empty()) {
     log::Level lvl;
     if (log::parse_level(options.log_level, &lvl)) log::set_level(lvl);
@@ -66,8 +67,17 @@ int worker_main(const std::string& config_json) {
     std::optional<SerialScope> serial;
     if (jobs > 2) serial.emplace();
     json h = json::parse(m.header, nullptr, false);
-    pipeline::ImageRequest req{reinterpret_cast<const uint8_t*>(m.payload.data()), m.payload.size(),
-                               h.is_discarded() ? std::string() : h.value("vis", std::string())};
+    pipeline::ImageRequest req{reinterpret_cast<const uint8_t*>(m.payload.data()),
+                               m.payload.size(),
+                               h.is_discarded() ? std::string() : h.value("vis", std::string()),
+                               {}};
+    if (!h.is_discarded() && h.contains("options")) {
+      try {
+        req.options = h["options"].get<pipeline::ImageOptions>();
+      } catch (const json::exception& e) {
+        return invalid_argument(std::string("image options from the engine: ") + e.what());
+      }
+    }
     const pipeline::Visualizer* v = nullptr;
     if (!req.vis_format.empty()) {
       std::lock_guard<std::mutex> lock(vis_mu);

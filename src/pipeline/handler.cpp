@@ -16,16 +16,20 @@ std::vector<ImageReply> read_images(const Pipeline& pipeline, const std::vector<
     decode_ms[i] = sw.elapsed_ms();
   });
   std::vector<cv::Mat> images;
+  std::vector<ImageOptions> options;
   std::vector<size_t> index;
+  bool changed = false;
   for (size_t i = 0; i < requests.size(); ++i) {
     if (!decoded[i].is_ok()) {
       replies[i].result = decoded[i].status();
       continue;
     }
     images.push_back(decoded[i]->bgr);
+    options.push_back(requests[i].options);
+    changed |= !requests[i].options.empty();
     index.push_back(i);
   }
-  std::vector<Result<OcrResult>> results = pipeline.run_many(images);
+  std::vector<Result<OcrResult>> results = pipeline.run_many(images, changed ? &options : nullptr);
   for (size_t k = 0; k < results.size(); ++k) {
     const size_t i = index[k];
     ImageReply& r = replies[i];

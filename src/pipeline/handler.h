@@ -19,6 +19,7 @@ struct ImageRequest {
   size_t size = 0;
   // Also draw the visualisation and encode it in this format (".jpg", ".png", ...; "" = none).
   std::string vis_format;
+  ImageOptions options;  // this image's changes to the pipeline's options
 };
 
 struct ImageReply {

@@ -24,7 +24,28 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(RecOptions, height, min_width, b
                                                 merge_rows, interp)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(ClsOptions, height, width, batch, thresh)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(PipelineOptions, mode, use_cls, det_limit_side, det_bucket, db, rec,
-                                                cls, drop_score, execution, plan_instances, warm_up, warm_rec_max_width)
+                                                cls, drop_score, load_cls, execution, plan_instances, warm_up,
+                                                warm_rec_max_width)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(DecodeLimits, max_side, max_pixels, max_file_bytes)
+
+// ImageOptions: only the fields that are set, by their PipelineOptions names; absent fields stay unset.
+inline void to_json(nlohmann::json& j, const ImageOptions& o) {
+  j = nlohmann::json::object();
+  if (o.mode) j["mode"] = *o.mode;
+  if (o.use_cls) j["use_cls"] = *o.use_cls;
+  if (o.det_thresh) j["det_thresh"] = *o.det_thresh;
+  if (o.det_box_thresh) j["det_box_thresh"] = *o.det_box_thresh;
+  if (o.unclip_ratio) j["unclip_ratio"] = *o.unclip_ratio;
+  if (o.drop_score) j["drop_score"] = *o.drop_score;
+}
+inline void from_json(const nlohmann::json& j, ImageOptions& o) {
+  o = ImageOptions{};
+  if (j.contains("mode")) o.mode = j.at("mode").get<OcrMode>();
+  if (j.contains("use_cls")) o.use_cls = j.at("use_cls").get<bool>();
+  if (j.contains("det_thresh")) o.det_thresh = j.at("det_thresh").get<float>();
+  if (j.contains("det_box_thresh")) o.det_box_thresh = j.at("det_box_thresh").get<double>();
+  if (j.contains("unclip_ratio")) o.unclip_ratio = j.at("unclip_ratio").get<double>();
+  if (j.contains("drop_score")) o.drop_score = j.at("drop_score").get<float>();
+}
 
 }  // namespace steadyocr::pipeline

@@ -15,6 +15,7 @@ namespace steadyocr::pipeline {
 
 struct Pipeline::Work {
   const cv::Mat* image = nullptr;
+  PipelineOptions opts;  // the pipeline's options with the picture's changes
   Status status;
   OcrResult result;
   Tensor prob;               // detector output
@@ -101,7 +102,7 @@ Result<std::unique_ptr<Pipeline>> Pipeline::load(const ModelPaths& paths, std::s
     if (height > 0) opts.rec.height = static_cast<int>(height);
     rec = wrapped("rec", std::move(m));
   }
-  if (opts.use_cls && opts.mode != OcrMode::kDetOnly) {
+  if ((opts.use_cls || opts.load_cls) && opts.mode != OcrMode::kDetOnly) {
     ASSIGN_OR_RETURN(std::unique_ptr<runtime::Model> m, load_model("cls", paths.cls, backend, model_options));
     int64_t h = static_dim(m->graph().inputs(), 2), w = static_dim(m->graph().inputs(), 3);
     if (h > 0) opts.cls.height = static_cast<int>(h);
@@ -119,7 +120,33 @@ Pipeline::Pipeline(std::shared_ptr<runtime::Runner> det, std::shared_ptr<runtime
                    std::shared_ptr<runtime::Runner> cls, Dictionary dict, PipelineOptions options)
     : det_(std::move(det)), options_(options) {
   if (rec) rec_ = std::make_unique<Recognizer>(std::move(rec), std::move(dict), options_.rec);
-  if (cls && options_.use_cls) cls_ = std::make_unique<AngleClassifier>(std::move(cls), options_.cls);
+  if (cls && (options_.use_cls || options_.load_cls))
+    cls_ = std::make_unique<AngleClassifier>(std::move(cls), options_.cls);
+}
+
+PipelineOptions with_image_options(const PipelineOptions& base, const ImageOptions& c) {
+  PipelineOptions o = base;
+  if (c.mode) o.mode = *c.mode;
+  if (c.use_cls) o.use_cls = *c.use_cls;
+  if (c.det_thresh) o.db.thresh = *c.det_thresh;
+  if (c.det_box_thresh) o.db.box_thresh = *c.det_box_thresh;
+  if (c.unclip_ratio) o.db.unclip_ratio = *c.unclip_ratio;
+  if (c.drop_score) o.drop_score = *c.drop_score;
+  return o;
+}
+
+Status Pipeline::can_run(const PipelineOptions& o) const {
+  if (o.mode != OcrMode::kRecOnly && !det_) {
+    return invalid_argument("detection needs the detection model, which this pipeline did not load (built rec-only)");
+  }
+  if (o.mode != OcrMode::kDetOnly && !rec_) {
+    return invalid_argument(
+        "reading text needs the recognition model, which this pipeline did not load (built det-only)");
+  }
+  if (o.use_cls && o.mode != OcrMode::kDetOnly && !cls_) {
+    return invalid_argument("the angle classifier was not loaded (built without use_cls or load_cls)");
+  }
+  return Status::ok();
 }
 
 std::string Pipeline::backend_name() const {
@@ -131,7 +158,7 @@ std::string Pipeline::backend_name() const {
 Status Pipeline::detect(Work& w) const {
   if (!det_) return internal_error("pipeline built without a detection model");
   Stopwatch sw;
-  DetInput in = det_preprocess(*w.image, options_.det_limit_side, options_.det_bucket);
+  DetInput in = det_preprocess(*w.image, w.opts.det_limit_side, w.opts.det_bucket);
   ASSIGN_OR_RETURN(w.prob, det_->run(in.tensor));
   w.map_h = in.resized_h;
   w.map_w = in.resized_w;
@@ -156,9 +183,9 @@ void Pipeline::post_process(Work& w) const {
       std::copy_n(map + static_cast<size_t>(y) * stride, w.map_w, &inner[y * size_t(w.map_w)]);
     map = inner.data();
   }
-  w.boxes = db_postprocess(map, w.map_h, w.map_w, img.rows, img.cols, options_.db);
+  w.boxes = db_postprocess(map, w.map_h, w.map_w, img.rows, img.cols, w.opts.db);
   w.prob = Tensor();
-  if (options_.mode == OcrMode::kFull) {
+  if (w.opts.mode == OcrMode::kFull) {
     w.crops.resize(w.boxes.size());
     // Runs inline when pictures are already processed in parallel (nested regions are serial).
     parallel_for(static_cast<int64_t>(w.boxes.size()), [&](int64_t b, int64_t e) {
@@ -170,17 +197,17 @@ void Pipeline::post_process(Work& w) const {
 
 Status Pipeline::read_lines(Work& w) const {
   const cv::Mat& img = *w.image;
-  if (options_.mode == OcrMode::kDetOnly) {
+  if (w.opts.mode == OcrMode::kDetOnly) {
     for (const auto& b : w.boxes) w.result.lines.push_back({"", b.score, b.quad});
     return Status::ok();
   }
   if (!rec_) return internal_error("pipeline built without a recognition model");
-  if (options_.mode == OcrMode::kRecOnly) {
+  if (w.opts.mode == OcrMode::kRecOnly) {
     w.crops = {img};
     const float r = static_cast<float>(img.cols), b = static_cast<float>(img.rows);
     w.boxes = {DetBox{{cv::Point2f(0, 0), cv::Point2f(r, 0), cv::Point2f(r, b), cv::Point2f(0, b)}, 1.f}};
   }
-  if (cls_ && !w.crops.empty()) {
+  if (w.opts.use_cls && cls_ && !w.crops.empty()) {
     Stopwatch sw;
     ASSIGN_OR_RETURN(int turned, cls_->apply(w.crops));
     if (turned > 0) log::debug("pipeline", "angle classifier turned {} of {} crops", turned, w.crops.size());
@@ -190,22 +217,28 @@ Status Pipeline::read_lines(Work& w) const {
   ASSIGN_OR_RETURN(std::vector<RecText> texts, rec_->recognize(w.crops));
   w.result.timings.rec = sw.elapsed_ms();
   for (size_t i = 0; i < texts.size(); ++i) {
-    if (options_.mode == OcrMode::kFull && texts[i].score < options_.drop_score) continue;
+    if (w.opts.mode == OcrMode::kFull && texts[i].score < w.opts.drop_score) continue;
     w.result.lines.push_back({std::move(texts[i].text), texts[i].score, w.boxes[i].quad});
   }
   w.crops.clear();
   return Status::ok();
 }
 
-std::vector<Result<OcrResult>> Pipeline::run_many(const std::vector<cv::Mat>& images) const {
+std::vector<Result<OcrResult>> Pipeline::run_many(const std::vector<cv::Mat>& images,
+                                                  const std::vector<ImageOptions>* options) const {
   std::vector<Work> work(images.size());
   const std::string backend = backend_name();
   for (size_t i = 0; i < images.size(); ++i) {
     work[i].image = &images[i];
+    work[i].opts = options_;
+    if (options && i < options->size() && !(*options)[i].empty()) {
+      work[i].opts = with_image_options(options_, (*options)[i]);
+      work[i].status = can_run(work[i].opts);
+    }
     work[i].result.width = images[i].cols;
     work[i].result.height = images[i].rows;
     work[i].result.backend = backend;
-    if (images[i].empty() || images[i].type() != CV_8UC3) {
+    if (work[i].status.is_ok() && (images[i].empty() || images[i].type() != CV_8UC3)) {
       work[i].status = invalid_argument("the pipeline takes 8-bit BGR pictures (got an empty or other-type image)");
     }
   }
@@ -214,21 +247,20 @@ std::vector<Result<OcrResult>> Pipeline::run_many(const std::vector<cv::Mat>& im
     // prepared instances (streams) of the device.
     parallel_for_each(static_cast<int64_t>(work.size()), [&](int64_t i) {
       Work& w = work[i];
-      if (w.status.is_ok() && options_.mode != OcrMode::kRecOnly) {
+      if (w.status.is_ok() && w.opts.mode != OcrMode::kRecOnly) {
         w.status = detect(w);
         if (w.status.is_ok()) post_process(w);
       }
       if (w.status.is_ok()) w.status = read_lines(w);
     });
   } else {
-    if (options_.mode != OcrMode::kRecOnly) {
-      for (auto& w : work) {
-        if (w.status.is_ok()) w.status = detect(w);
-      }
-      parallel_for_each(static_cast<int64_t>(work.size()), [&](int64_t i) {
-        if (work[i].status.is_ok()) post_process(work[i]);
-      });
+    auto detects = [](const Work& w) { return w.status.is_ok() && w.opts.mode != OcrMode::kRecOnly; };
+    for (auto& w : work) {
+      if (detects(w)) w.status = detect(w);
     }
+    parallel_for_each(static_cast<int64_t>(work.size()), [&](int64_t i) {
+      if (detects(work[i])) post_process(work[i]);
+    });
     for (auto& w : work) {
       if (w.status.is_ok()) w.status = read_lines(w);
     }

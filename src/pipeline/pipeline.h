@@ -6,6 +6,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -54,11 +55,30 @@ struct PipelineOptions {
   RecOptions rec;
   ClsOptions cls;
   float drop_score = 0.5f;  // lines read with a lower score are dropped (full mode)
+  // Load the angle classifier even when use_cls is off, so that single images can ask for it (ImageOptions::use_cls).
+  bool load_cls = false;
   ExecutionProfile execution = ExecutionProfile::kAuto;
   int plan_instances = 4;         // kDevice: prepared instances per input shape (concurrent pictures)
   bool warm_up = true;            // kDevice: plan the bucketed det/rec shapes at load
   int warm_rec_max_width = 1280;  // kDevice: widest recognition bucket planned at load (wider ones on demand)
 };
+
+// One image's changes to the pipeline's options (a server request's options); unset fields keep the pipeline's.
+// Only what needs no other models or plans: the mode (its models must be loaded), the classifier (loaded, see
+// load_cls), the DB thresholds and the drop score.
+struct ImageOptions {
+  std::optional<OcrMode> mode;
+  std::optional<bool> use_cls;
+  std::optional<float> det_thresh;
+  std::optional<double> det_box_thresh;
+  std::optional<double> unclip_ratio;
+  std::optional<float> drop_score;
+  bool empty() const { return !mode && !use_cls && !det_thresh && !det_box_thresh && !unclip_ratio && !drop_score; }
+  bool operator==(const ImageOptions&) const = default;
+};
+
+// `base` with `changes` applied.
+PipelineOptions with_image_options(const PipelineOptions& base, const ImageOptions& changes);
 
 struct TextLine {
   std::string text;
@@ -99,10 +119,16 @@ class Pipeline {
   Result<OcrResult> run(const cv::Mat& bgr) const;
   // Runs several pictures stage by stage: host stages (DB post-processing, crops) in parallel across
   // pictures, model stages one picture at a time with all threads. Results follow the input order.
-  std::vector<Result<OcrResult>> run_many(const std::vector<cv::Mat>& images) const;
+  // `options`, when given, holds each picture's changes to the options (same length as `images`); a picture
+  // asking for a model this pipeline did not load fails with kInvalidArgument naming it.
+  std::vector<Result<OcrResult>> run_many(const std::vector<cv::Mat>& images,
+                                          const std::vector<ImageOptions>* options = nullptr) const;
 
   const PipelineOptions& options() const { return options_; }
   std::string backend_name() const;
+  // Whether `options` can run here: the models its mode and classifier need are loaded. The error names the one
+  // missing.
+  Status can_run(const PipelineOptions& options) const;
 
  private:
   struct Work;

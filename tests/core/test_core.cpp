@@ -88,5 +88,25 @@ TEST(Metrics, CountsWithLabelsAndRendersPrometheus) {
       << text;
 }
 
+TEST(Metrics, HistogramsRenderCumulativeBucketsSumAndCount) {
+  metrics::reset_for_testing();
+  const std::vector<double> b = {0.01, 0.1, 1};
+  metrics::observe("x_seconds", {{"stage", "det"}}, 0.0078125, b);
+  metrics::observe("x_seconds", {{"stage", "det"}}, 1, b);  // on a bound: counted in it (le)
+  metrics::observe("x_seconds", {{"stage", "det"}}, 4, b);
+  EXPECT_EQ(metrics::value("x_seconds", {{"stage", "det"}}), 3.0);
+  metrics::set_counter("y_total", {{"rung", "cpu-worker"}}, 4);
+  metrics::set_counter("y_total", {{"rung", "cpu-worker"}}, 5);
+  std::string text = metrics::prometheus_text();
+  EXPECT_NE(text.find("# TYPE x_seconds histogram\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("x_seconds_bucket{stage=\"det\",le=\"0.01\"} 1\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("x_seconds_bucket{stage=\"det\",le=\"0.1\"} 1\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("x_seconds_bucket{stage=\"det\",le=\"1\"} 2\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("x_seconds_bucket{stage=\"det\",le=\"+Inf\"} 3\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("x_seconds_sum{stage=\"det\"} 5.0078125\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("x_seconds_count{stage=\"det\"} 3\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("# TYPE y_total counter\ny_total{rung=\"cpu-worker\"} 5\n"), std::string::npos) << text;
+}
+
 }  // namespace
 }  // namespace steadyocr

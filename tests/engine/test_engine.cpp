@@ -24,7 +24,10 @@ std::vector<ImageJob> fixture_jobs() {
   std::string dir = testing::source_dir() + "/tests/data/engine";
   for (const char* f : {"doc_0000.jpg", "doc_0001.jpg", "doc_0002.jpg", "doc_0003.jpg"}) {
     std::ifstream in(dir + "/" + f, std::ios::binary);
-    jobs.push_back({f, std::vector<uint8_t>(std::istreambuf_iterator<char>(in), {})});
+    ImageJob job;
+    job.name = f;
+    job.bytes.assign(std::istreambuf_iterator<char>(in), {});
+    jobs.push_back(std::move(job));
   }
   return jobs;
 }
@@ -131,6 +134,32 @@ TEST_F(Engine, CleanRunReadsTheDocuments) {
   for (auto& o : got) {
     EXPECT_EQ(o.rung, "cpu-worker");
     EXPECT_TRUE(o.events.empty());
+  }
+}
+
+// Per-image options (a server request's) reach the pipeline in process and across the worker pipe alike, and change
+// only their own image.
+TEST_F(Engine, PerImageOptionsApplyOnEveryRungKind) {
+  for (const char* rung : {"cpu", "cpu-worker"}) {
+    auto e = OcrEngine::create(options({rung}));
+    ASSERT_TRUE(e.is_ok()) << e.status().to_string();
+    std::vector<ImageJob> jobs = {jobs_[0], jobs_[0], jobs_[0]};
+    jobs[1].options.mode = pipeline::OcrMode::kDetOnly;
+    jobs[2].options.drop_score = 0.99f;  // most lines read with less
+    auto got = (*e)->ocr_batch(jobs);
+    ASSERT_EQ(got.size(), 3u);
+    for (auto& o : got) ASSERT_TRUE(o.status.is_ok()) << rung << ": " << o.status.to_string();
+    EXPECT_EQ(texts(got[0]), clean()[0]) << rung;
+    ASSERT_EQ(got[1].result.lines.size(), got[0].result.lines.size()) << rung;
+    for (auto& l : got[1].result.lines) EXPECT_EQ(l.text, "") << rung;
+    EXPECT_LT(got[2].result.lines.size(), got[0].result.lines.size()) << rung;
+    for (auto& l : got[2].result.lines) EXPECT_GE(l.score, 0.99f) << rung;
+    // A model that is not loaded is the image's own error, not a rung failure.
+    ImageJob cls = jobs_[0];
+    cls.options.use_cls = true;
+    EngineOutcome r = (*e)->ocr(cls);
+    EXPECT_EQ(r.status.code(), StatusCode::kInvalidArgument) << rung << ": " << r.status.to_string();
+    EXPECT_EQ((*e)->current_rung(), rung);
   }
 }
 

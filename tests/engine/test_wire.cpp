@@ -56,5 +56,18 @@ TEST(Wire, EngineOptionsCrossWhole) {
   EXPECT_EQ(partial.pipeline.det_limit_side, 960);
 }
 
+TEST(Wire, ImageOptionsCrossWithOnlyTheirSetFields) {
+  pipeline::ImageOptions o;
+  EXPECT_EQ(nlohmann::json(o).dump(), "{}");
+  o.mode = pipeline::OcrMode::kDetOnly;
+  o.det_box_thresh = 0.7;
+  o.drop_score = 0.25f;
+  nlohmann::json j = o;
+  EXPECT_EQ(j.size(), 3u);
+  auto back = nlohmann::json::parse(j.dump()).get<pipeline::ImageOptions>();
+  EXPECT_EQ(back, o);
+  EXPECT_FALSE(back.use_cls.has_value());
+}
+
 }  // namespace
 }  // namespace steadyocr::engine

@@ -130,5 +130,47 @@ TEST(PipelineFake, RunManyKeepsOrderAndIsolatesBadInputs) {
   EXPECT_TRUE(rs[2].is_ok());
 }
 
+TEST(PipelineFake, PerImageOptionsChangeOnlyTheirImage) {
+  auto det = std::make_shared<FakeDet>();
+  Pipeline p(det, std::make_shared<FakeRec>(), nullptr, Dictionary::from_lines({"a", "b"}), PipelineOptions{});
+  std::vector<cv::Mat> imgs = {page(), page(), page(), page(), page(), page()};
+  std::vector<ImageOptions> opts(imgs.size());
+  opts[1].drop_score = 0.2f;         // keeps the short line too
+  opts[2].mode = OcrMode::kDetOnly;  // boxes, no text
+  opts[3].det_box_thresh = 0.95;     // every box (mean 0.9) refused
+  opts[4].use_cls = true;            // no classifier loaded: refused, naming it
+  opts[5].mode = OcrMode::kRecOnly;  // the whole picture as one line
+  auto rs = p.run_many(imgs, &opts);
+  ASSERT_EQ(rs.size(), imgs.size());
+  ASSERT_TRUE(rs[0].is_ok());
+  EXPECT_EQ(rs[0]->lines.size(), 1u);
+  ASSERT_TRUE(rs[1].is_ok());
+  EXPECT_EQ(rs[1]->lines.size(), 2u);
+  ASSERT_TRUE(rs[2].is_ok());
+  ASSERT_EQ(rs[2]->lines.size(), 2u);
+  EXPECT_EQ(rs[2]->lines[0].text, "");
+  ASSERT_TRUE(rs[3].is_ok());
+  EXPECT_TRUE(rs[3]->lines.empty());
+  ASSERT_FALSE(rs[4].is_ok());
+  EXPECT_EQ(rs[4].status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(rs[4].status().message().find("angle classifier"), std::string::npos) << rs[4].status().message();
+  ASSERT_TRUE(rs[5].is_ok());
+  ASSERT_EQ(rs[5]->lines.size(), 1u);
+  EXPECT_FLOAT_EQ(rs[5]->lines[0].box[2].x, 240);
+  // The pipeline's own options are untouched: the next plain run drops the short line again.
+  auto again = p.run(page());
+  ASSERT_TRUE(again.is_ok());
+  EXPECT_EQ(again->lines.size(), 1u);
+
+  PipelineOptions boxes_only;
+  boxes_only.mode = OcrMode::kDetOnly;
+  Pipeline det_only(det, nullptr, nullptr, Dictionary(), boxes_only);
+  std::vector<ImageOptions> full(1);
+  full[0].mode = OcrMode::kFull;
+  auto r = det_only.run_many({page()}, &full);
+  ASSERT_FALSE(r[0].is_ok());
+  EXPECT_NE(r[0].status().message().find("recognition model"), std::string::npos) << r[0].status().message();
+}
+
 }  // namespace
 }  // namespace steadyocr::pipeline

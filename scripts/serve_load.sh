@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# Load test of `steadyocr serve` with hey (Debian package): measures the server's capacity on one image (requests/s
+# answered with 8 clients keeping it saturated), then offers twice that for DURATION seconds (at least 16 clients, each
+# at its share of the rate) and checks that every request is answered,
+# sent = ok + rejected, the only 5xx is 503 SERVER_BUSY, the p99 of the rejections is under 10 ms, and the RSS stays
+# flat. Writes a summary (and hey's per-request CSV) under OUT_DIR.
+#
+#   scripts/serve_load.sh [BUILD_DIR] [IMAGE]      env: DURATION=30 OUT_DIR=/tmp/serve_load SERVE_ARGS="--backend cpu"
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=${1:-build}
+image=${2:-tests/data/engine/doc_0000.jpg}
+duration=${DURATION:-30}
+out=${OUT_DIR:-/tmp/serve_load}
+serve_args=${SERVE_ARGS:---backend cpu}
+mkdir -p "$out"
+command -v hey >/dev/null || { echo "hey not found: apt-get install -y --no-install-recommends hey"; exit 2; }
+
+# shellcheck disable=SC2086
+"$build/steadyocr" serve --port 0 --models models $serve_args --max-queue 4 --deadline-ms 30000 \
+  >"$out/serve.out" 2>"$out/serve.log" &
+pid=$!
+trap 'kill -TERM $pid 2>/dev/null || true; wait $pid 2>/dev/null || true' EXIT
+for _ in $(seq 1 600); do
+  port=$(sed -nE 's|.*listening on http://[^:]+:([0-9]+).*|\1|p' "$out/serve.out" | head -1)
+  [[ -n $port ]] && curl -sf "http://127.0.0.1:$port/readyz" >/dev/null 2>&1 && break
+  sleep 0.2
+done
+url="http://127.0.0.1:$port/v1/ocr"
+rss() { awk '/VmRSS/ {print $2}' "/proc/$pid/status"; }
+
+# Capacity: 8 clients for 10 s keep every engine slot busy (the queue holds the rest).
+hey -z 10s -c 8 -m POST -T image/jpeg -D "$image" -o csv "$url" >"$out/capacity.csv"
+capacity=$(python3 -c "
+import csv,sys
+rows=list(csv.DictReader(open('$out/capacity.csv')))
+ok=[r for r in rows if r['status-code']=='200']
+print(len(ok)/10.0)")
+echo "capacity: $capacity requests/s"
+rss_before=$(rss)
+
+# Twice the capacity: at least 16 clients (more than the server's engine slots and queue hold), each at an integer
+# rate (hey -q is per client).
+clients=$(python3 -c "import math; print(max(16, math.ceil(2*$capacity)))")
+qps=$(python3 -c "import math; print(max(1, math.ceil(2*$capacity/$clients)))")
+(while kill -0 $pid 2>/dev/null; do rss; sleep 2; done) >"$out/rss.txt" &
+sampler=$!
+# A second client beside hey, on one keep-alive connection every 50 ms: the refusal latency without hey's own
+# scheduling (hey's goroutines share the cores with the server).
+python3 - "$port" "$image" "$duration" >"$out/probe.txt" <<'PROBE' &
+import http.client, sys, time
+port, image, duration = int(sys.argv[1]), sys.argv[2], float(sys.argv[3])
+body = open(image, 'rb').read()
+c = http.client.HTTPConnection('127.0.0.1', port)
+time.sleep(2)
+lat = {}
+end = time.time() + duration - 4
+while time.time() < end:
+    t = time.perf_counter()
+    c.request('POST', '/v1/ocr', body, {'Content-Type': 'image/jpeg'})
+    r = c.getresponse(); r.read()
+    lat.setdefault(r.status, []).append((time.perf_counter() - t) * 1000)
+    time.sleep(0.05)
+v = sorted(lat.get(503, [])) or [float('nan')]
+print(f"503 latency ms (second client, {len(lat.get(503, []))} refusals): p50 {v[len(v)//2]:.2f} "
+      f"p99 {v[min(len(v)-1, int(len(v)*.99))]:.2f} max {v[-1]:.2f}")
+PROBE
+prober=$!
+hey -z "${duration}s" -c $clients -q "$qps" -m POST -T image/jpeg -D "$image" -o csv "$url" >"$out/load.csv"
+kill $sampler 2>/dev/null || true
+wait $prober || true
+rss_after=$(rss)
+metrics=$(curl -s "http://127.0.0.1:$port/metrics")
+
+python3 - "$out/load.csv" "$capacity" "$clients" "$qps" "$duration" "$rss_before" "$rss_after" "$out/serve.log" \
+  <<'EOF' | tee "$out/summary.txt"
+import csv, json, sys
+path, capacity, clients, qps, duration, rss0, rss1, log = sys.argv[1:]
+rows = list(csv.DictReader(open(path)))
+by = {}
+for r in rows:
+    by.setdefault(r['status-code'], []).append(float(r['response-time']) * 1000)
+def p(v, q):
+    v = sorted(v); return v[min(len(v) - 1, int(q * len(v)))] if v else float('nan')
+sent = len(rows); ok = len(by.get('200', [])); rejected = len(by.get('503', []))
+other = {k: len(v) for k, v in by.items() if k not in ('200', '503')}
+print(f"offered: {clients} clients x {qps}/s = {int(clients)*int(qps)}/s for {duration}s (capacity {capacity}/s)")
+print(f"sent {sent} = ok {ok} + rejected {rejected} + other {other}")
+print(f"ok latency ms: p50 {p(by.get('200',[]),.5):.1f} p99 {p(by.get('200',[]),.99):.1f}")
+# The server's own time for its refusals (request headers read to response written), from its request log.
+server_busy = [l['ms'] for l in map(lambda t: json.loads(t) if t.startswith('{') else {}, open(log))
+               if l.get('outcome') == 'SERVER_BUSY']
+print(f"503 latency ms: p50 {p(by.get('503',[]),.5):.2f} p99 {p(by.get('503',[]),.99):.2f} max {max(by.get('503',[0])):.2f}")
+print(f"503 server-side ms: p50 {p(server_busy,.5):.2f} p99 {p(server_busy,.99):.2f}")
+samples = [int(x) for x in open(log.replace('serve.log', 'rss.txt')).read().split()]
+print(f"rss kB: before {rss0} after {rss1} ({(int(rss1)-int(rss0))/max(1,int(rss0))*100:+.1f}%); "
+      f"during the load (every 2 s) min {min(samples, default=0)} max {max(samples, default=0)}")
+fails = []
+if other: fails.append(f"statuses other than 200/503: {other}")
+if sent != ok + rejected: fails.append("sent != ok + rejected")
+if rejected and p(by['503'], .99) >= 10: fails.append("p99 of rejections >= 10 ms")
+print("PASS" if not fails else "FAIL: " + "; ".join(fails))
+EOF
+tee -a "$out/summary.txt" <"$out/probe.txt"
+echo "$metrics" | grep -E '^steadyocr_(http_requests_total|queue_depth|deadline_dropped_total)' | tee -a "$out/summary.txt"

@@ -1,0 +1,388 @@
+// The server's life under pressure: start-up (503 until ready), overload (503 SERVER_BUSY answered fast), deadlines
+// (504; queued work dropped, never run), readiness after a step-down, SIGTERM under load (in flight finish, new work
+// refused, exit 0 within the drain), and kill -9 of the worker process under load (nothing lost, restart counted).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <mutex>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "server/server_process.h"
+#include "test_util.h"
+
+namespace steadyocr {
+namespace {
+
+using json = nlohmann::json;
+using testing::body_json;
+using testing::read_file;
+using testing::ServerProcess;
+using Steady = std::chrono::steady_clock;
+
+std::string data(const std::string& rel) {
+  return read_file(testing::source_dir() + "/tests/data/" + rel);
+}
+double ms_since(Steady::time_point t) {
+  return std::chrono::duration<double, std::milli>(Steady::now() - t).count();
+}
+// The value of one metric line ("name{labels} value") in /metrics, -1 when absent.
+double metric(const std::string& text, const std::string& series) {
+  auto at = text.find("\n" + series + " ");
+  if (at == std::string::npos) return -1;
+  return std::stod(text.substr(at + series.size() + 2));
+}
+
+class ServerLifecycle : public ::testing::Test {
+ protected:
+  void SetUp() override { SO_REQUIRE_MODELS(); }
+};
+
+struct Tally {
+  std::mutex mu;
+  std::map<int, int> by_status;
+  std::map<std::string, int> by_code;
+  std::vector<double> busy_ms;
+  int lost = 0;  // no response at all
+  void add(const httplib::Result& r, double ms) {
+    std::lock_guard<std::mutex> lock(mu);
+    if (!r) {
+      ++lost;
+      return;
+    }
+    ++by_status[r->status];
+    const std::string code = r->get_header_value("X-Steadyocr-Error-Code");
+    if (!code.empty()) ++by_code[code];
+    if (code == "SERVER_BUSY") busy_ms.push_back(ms);
+  }
+};
+
+TEST_F(ServerLifecycle, StartsNotReadyThenServes) {
+  ServerProcess s({"--ladder", "cpu-worker,cpu", "--threads", "2"});
+  ASSERT_TRUE(s.started()) << s.log();
+  // The address is printed before the models load: the first answers are 503 SERVER_STARTING.
+  auto c = s.client();
+  auto early = c.Post("/v1/ocr", data("ocr/decode/line.jpg"), "image/jpeg");
+  auto ready = c.Get("/readyz");
+  ASSERT_TRUE(early && ready);
+  EXPECT_EQ(early->status, 503) << early->body;
+  EXPECT_EQ(early->get_header_value("X-Steadyocr-Error-Code"), "SERVER_STARTING");
+  EXPECT_EQ(early->get_header_value("Retry-After"), "1");
+  EXPECT_EQ(early->get_header_value("X-Steadyocr-Rung"), "none");
+  EXPECT_EQ(ready->status, 503);
+  EXPECT_EQ(body_json(ready)["reason"], "STARTING");
+  auto oip = c.Get("/v2/health/ready");
+  ASSERT_TRUE(oip);
+  EXPECT_EQ(oip->status, 503);
+  ASSERT_TRUE(s.wait_ready()) << s.log();
+  auto ok = c.Post("/v1/ocr", data("ocr/decode/line.jpg"), "image/jpeg");
+  ASSERT_TRUE(ok);
+  EXPECT_EQ(ok->status, 200) << ok->body;
+  EXPECT_EQ(ok->get_header_value("X-Steadyocr-Rung"), "cpu-worker");
+  EXPECT_EQ(body_json(ok)["rung"], "cpu-worker");
+  EXPECT_EQ(s.signal_and_wait(SIGTERM, 30), 0);
+  EXPECT_NE(s.output().find("listening on http://127.0.0.1:"), std::string::npos);
+}
+
+TEST_F(ServerLifecycle, OverloadIsRefusedFastWithRetryAfter) {
+  ServerProcess s(
+      {"--backend", "cpu", "--threads", "2", "--max-queue", "2", "--concurrency", "1", "--batch-images", "1"});
+  ASSERT_TRUE(s.started() && s.wait_ready()) << s.log();
+  const std::string doc = data("engine/doc_0003.jpg");
+  Tally t;
+  std::vector<std::thread> clients;
+  for (int k = 0; k < 12; ++k) {
+    clients.emplace_back([&] {
+      auto c = s.client();
+      for (int i = 0; i < 6; ++i) {
+        auto t0 = Steady::now();
+        auto r = c.Post("/v1/ocr", doc, "image/jpeg");
+        t.add(r, ms_since(t0));
+        if (r && r->status == 503) {
+          EXPECT_EQ(r->get_header_value("Retry-After"), "1");
+        }
+      }
+    });
+  }
+  for (auto& th : clients) th.join();
+  EXPECT_EQ(t.lost, 0);
+  EXPECT_GT(t.by_status[200], 0);
+  EXPECT_GT(t.by_code["SERVER_BUSY"], 0);
+  EXPECT_EQ(t.by_status[200] + t.by_status[503], 72) << "only 200 and 503 SERVER_BUSY";
+  std::sort(t.busy_ms.begin(), t.busy_ms.end());
+  ASSERT_FALSE(t.busy_ms.empty());
+  const double median = t.busy_ms[t.busy_ms.size() / 2];
+  const double p90 = t.busy_ms[t.busy_ms.size() * 9 / 10];
+  // Measured at the client on a loaded machine (the engine uses every core): the server side is well under this.
+  EXPECT_LT(median, 5.0) << "SERVER_BUSY answers take " << median << " ms (median)";
+  EXPECT_LT(p90, 25.0) << "SERVER_BUSY answers take " << p90 << " ms (p90)";
+  auto m = s.client().Get("/metrics");
+  ASSERT_TRUE(m);
+  EXPECT_GT(metric(m->body, R"(steadyocr_http_requests_total{route="/v1/ocr",status="503",outcome="SERVER_BUSY"})"), 0);
+  EXPECT_EQ(s.signal_and_wait(SIGTERM, 30), 0);
+}
+
+TEST_F(ServerLifecycle, WaitingRequestsDoNotHoldEveryConnectionThread) {
+  // 24 requests wait for the engine (one image at a time), each holding its connection's thread: far more than a
+  // fixed pool of 8 would have. Health, metrics and refusals are still answered at once.
+  ServerProcess s(
+      {"--backend", "cpu", "--threads", "2", "--max-queue", "23", "--concurrency", "1", "--batch-images", "1"});
+  ASSERT_TRUE(s.started() && s.wait_ready()) << s.log();
+  const std::string doc = data("engine/doc_0003.jpg");
+  Tally t;
+  std::vector<std::thread> clients;
+  for (int k = 0; k < 24; ++k) clients.emplace_back([&] { t.add(s.client().Post("/v1/ocr", doc, "image/jpeg"), 0); });
+  for (int i = 0; i < 300; ++i) {
+    auto m = s.client().Get("/metrics");
+    if (m && metric(m->body, "steadyocr_queue_depth") >= 20) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  auto c = s.client();
+  for (int i = 0; i < 5; ++i) {
+    auto t0 = Steady::now();
+    auto live = c.Get("/livez");
+    const double live_ms = ms_since(t0);
+    t0 = Steady::now();
+    auto busy = c.Post("/v1/ocr", doc, "image/jpeg");
+    const double busy_ms = ms_since(t0);
+    ASSERT_TRUE(live && busy);
+    EXPECT_EQ(live->status, 200);
+    EXPECT_LT(live_ms, 50) << "/livez behind waiting requests";
+    if (busy->status == 503) {
+      EXPECT_EQ(busy->get_header_value("X-Steadyocr-Error-Code"), "SERVER_BUSY");
+      EXPECT_LT(busy_ms, 50);
+    }
+  }
+  for (auto& th : clients) th.join();
+  EXPECT_EQ(t.lost, 0);
+  EXPECT_EQ(t.by_status[200], 24) << "the waiting requests are all read";
+  EXPECT_EQ(s.signal_and_wait(SIGTERM, 30), 0);
+}
+
+TEST_F(ServerLifecycle, PastTheDeadlineQueuedWorkIsDroppedNotRun) {
+  ServerProcess s({"--backend", "cpu", "--threads", "2", "--concurrency", "1", "--batch-images", "1", "--deadline-ms",
+                   "400", "--probe-interval-ms", "600000"});
+  ASSERT_TRUE(s.started() && s.wait_ready()) << s.log();
+  const std::string doc = data("engine/doc_0003.jpg");
+  auto before = s.client().Get("/metrics");
+  ASSERT_TRUE(before);
+  const double images_before = metric(before->body, R"(steadyocr_images_total{rung="cpu",status="ok"})");
+  Tally t;
+  std::vector<std::thread> clients;
+  for (int k = 0; k < 8; ++k) {
+    clients.emplace_back([&] {
+      auto r = s.client().Post("/v1/ocr", doc, "image/jpeg");
+      t.add(r, 0);
+    });
+  }
+  for (auto& th : clients) th.join();
+  EXPECT_EQ(t.lost, 0);
+  EXPECT_GT(t.by_code["DEADLINE_EXCEEDED"], 0);
+  EXPECT_EQ(t.by_status[504], t.by_code["DEADLINE_EXCEEDED"]);
+  std::this_thread::sleep_for(std::chrono::seconds(3));  // a running image finishes into its discarded ticket
+  auto m = s.client().Get("/metrics");
+  ASSERT_TRUE(m);
+  const double dropped = metric(m->body, R"(steadyocr_deadline_dropped_total{where="queue"})");
+  EXPECT_GT(dropped, 0) << m->body;
+  // The engine read only what was not dropped from the queue.
+  const double images = metric(m->body, R"(steadyocr_images_total{rung="cpu",status="ok"})") - images_before;
+  EXPECT_EQ(images + dropped, 8) << m->body;
+  EXPECT_EQ(s.signal_and_wait(SIGTERM, 30), 0);
+}
+
+TEST_F(ServerLifecycle, RequireGpuMakesAStepDownNotReady) {
+  // The top rung (cpu-worker stands for a GPU rung) dies on every det call, in every worker: the engine steps down to
+  // cpu. Without --require-gpu that is ready (the fallback named); with it, 503 STEPPED_DOWN.
+  for (bool require : {false, true}) {
+    std::vector<std::string> args = {"--ladder", "cpu-worker,cpu", "--threads", "2"};
+    if (require) args.push_back("--require-gpu");
+    ServerProcess s(args, {"STEADYOCR_FAULT=sticky@det:1+!"});
+    ASSERT_TRUE(s.started()) << s.log();
+    auto c = s.client();
+    auto deadline = Steady::now() + std::chrono::seconds(120);
+    json r;
+    int status = 0;
+    while (Steady::now() < deadline) {
+      auto g = c.Get("/readyz");
+      if (g) {
+        r = body_json(g);
+        status = g->status;
+        const std::string reason = r.value("reason", "");
+        if (r.value("rung", "") == "cpu" && reason != "STALE" && reason != "STARTING") break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+    EXPECT_EQ(r["rung"], "cpu") << r.dump();
+    EXPECT_EQ(r["requested_rung"], "cpu-worker");
+    ASSERT_FALSE(r["fallbacks"].empty()) << r.dump();
+    EXPECT_EQ(r["fallbacks"][0]["from"], "cpu-worker");
+    EXPECT_EQ(r["fallbacks"][0]["to"], "cpu");
+    if (require) {
+      EXPECT_EQ(status, 503) << r.dump();
+      EXPECT_EQ(r["reason"], "STEPPED_DOWN");
+    } else {
+      EXPECT_EQ(status, 200) << r.dump();
+      EXPECT_EQ(r["reason"], "READY");
+    }
+    EXPECT_EQ(s.signal_and_wait(SIGTERM, 30), 0);
+  }
+}
+
+TEST_F(ServerLifecycle, ADeadDeviceIsNeverReady) {
+  // The only rung's device dies on every det call, in every worker; its self-test (not a request) still passes, so
+  // the models load. The readiness probe finds it dead: /readyz never says ready, and OCR is refused naming why.
+  ServerProcess s({"--ladder", "cpu-worker", "--threads", "2", "--probe-interval-ms", "300"},
+                  {"STEADYOCR_FAULT=sticky@det:1+!"});
+  ASSERT_TRUE(s.started()) << s.log();
+  auto c = s.client();
+  std::set<std::string> reasons;
+  bool probe_failed = false;
+  for (auto until = Steady::now() + std::chrono::seconds(20); Steady::now() < until;) {
+    auto r = c.Get("/readyz");
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->status, 503) << r->body;
+    json j = body_json(r);
+    reasons.insert(j["reason"]);
+    probe_failed |= j["last_probe"].value("ok", true) == false;
+    if (probe_failed && reasons.count("NO_RUNG")) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_TRUE(probe_failed) << s.log();
+  EXPECT_TRUE(reasons.count("NO_RUNG")) << "every rung failed";
+  auto ocr = c.Post("/v1/ocr", data("ocr/decode/line.jpg"), "image/jpeg");
+  ASSERT_TRUE(ocr);
+  EXPECT_GE(ocr->status, 500) << ocr->body;
+  EXPECT_NE(ocr->status, 200);
+  EXPECT_EQ(s.signal_and_wait(SIGTERM, 30), 0);
+}
+
+TEST_F(ServerLifecycle, SigtermUnderLoadFinishesInFlightRefusesNewAndExitsZero) {
+  ServerProcess s(
+      {"--backend", "cpu", "--threads", "2", "--concurrency", "1", "--batch-images", "1", "--drain-s", "20"});
+  ASSERT_TRUE(s.started() && s.wait_ready()) << s.log();
+  const std::string doc = data("engine/doc_0003.jpg");
+  Tally before;
+  std::vector<std::thread> clients;
+  for (int k = 0; k < 4; ++k) {
+    clients.emplace_back([&] { before.add(s.client().Post("/v1/ocr", doc, "image/jpeg"), 0); });
+  }
+  // Wait until they are admitted (one running, three queued), then SIGTERM.
+  for (int i = 0; i < 200; ++i) {
+    auto m = s.client().Get("/metrics");
+    if (m && metric(m->body, "steadyocr_http_active_requests") >= 5) break;  // the 4 and this scrape
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  auto t0 = Steady::now();
+  ::kill(s.pid(), SIGTERM);
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  auto c = s.client();
+  auto ready = c.Get("/readyz");
+  auto late = c.Post("/v1/ocr", doc, "image/jpeg");
+  if (ready) {  // the listener stays open while in-flight work finishes
+    EXPECT_EQ(ready->status, 503);
+    EXPECT_EQ(body_json(ready)["reason"], "DRAINING");
+  }
+  if (late) {
+    EXPECT_EQ(late->status, 503);
+    EXPECT_EQ(late->get_header_value("X-Steadyocr-Error-Code"), "SERVER_DRAINING");
+  }
+  for (auto& th : clients) th.join();
+  EXPECT_EQ(before.lost, 0);
+  EXPECT_EQ(before.by_status[200], 4) << "every request in flight at SIGTERM completes";
+  EXPECT_EQ(s.wait_exit(25), 0) << s.log();
+  EXPECT_LT(ms_since(t0), 21000);
+  EXPECT_FALSE(s.client(2).Get("/livez")) << "nothing listens after the drain";
+}
+
+TEST_F(ServerLifecycle, DrainDeadlineAnswersWhatIsStuckAndExitsOnTime) {
+  // The worker hangs on the first request's det call (the start-up probe was call 1) and the watchdog is far off: the
+  // drain deadline (1 s) answers that request SERVER_DRAINING and the server exits 0 without waiting for the engine.
+  ServerProcess s({"--ladder", "cpu-worker", "--threads", "2", "--drain-s", "1", "--watchdog", "300",
+                   "--probe-interval-ms", "600000"},
+                  {"STEADYOCR_FAULT=hang@det:2"});
+  ASSERT_TRUE(s.started() && s.wait_ready()) << s.log();
+  const std::vector<pid_t> workers = s.workers();
+  ASSERT_EQ(workers.size(), 1u);
+  int stuck_status = 0;
+  std::string stuck_code;
+  std::thread client([&] {
+    auto r = s.client().Post("/v1/ocr", data("ocr/decode/line.jpg"), "image/jpeg");
+    if (!r) return;
+    stuck_status = r->status;
+    stuck_code = r->get_header_value("X-Steadyocr-Error-Code");
+  });
+  for (int i = 0; i < 200; ++i) {
+    auto m = s.client().Get("/metrics");
+    if (m && metric(m->body, "steadyocr_in_flight") >= 1) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  auto t0 = Steady::now();
+  ::kill(s.pid(), SIGTERM);
+  client.join();
+  EXPECT_EQ(stuck_status, 503);
+  EXPECT_EQ(stuck_code, "SERVER_DRAINING");
+  EXPECT_EQ(s.wait_exit(10), 0) << s.log();
+  EXPECT_LT(ms_since(t0), 4000);
+  // The hung worker does not outlive the server (it would hold the device): it exits when its pipe closes.
+  bool worker_gone = false;
+  for (int i = 0; i < 100 && !worker_gone; ++i) {
+    const std::string stat = read_file("/proc/" + std::to_string(workers[0]) + "/stat");
+    worker_gone = stat.empty() || stat.find(") Z") != std::string::npos;
+    if (!worker_gone) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_TRUE(worker_gone) << "worker " << workers[0] << " still runs after the server exited";
+  // Every log line is a JSON object, the worker process's included.
+  std::istringstream log(s.log());
+  int worker_lines = 0;
+  for (std::string line; std::getline(log, line);) {
+    json j = json::parse(line, nullptr, false);
+    EXPECT_TRUE(j.is_object()) << line;
+    worker_lines += j.is_object() && j.value("component", "") == "fault";
+  }
+  EXPECT_GT(worker_lines, 0) << "the worker's fault lines";
+}
+
+TEST_F(ServerLifecycle, KilledWorkerUnderLoadLosesNoRequestAndIsCounted) {
+  ServerProcess s({"--ladder", "cpu-worker,cpu", "--threads", "2", "--max-queue", "64"});
+  ASSERT_TRUE(s.started() && s.wait_ready()) << s.log();
+  std::vector<pid_t> workers = s.workers();
+  ASSERT_EQ(workers.size(), 1u) << "one cpu-worker process";
+  const std::vector<std::string> docs = {data("engine/doc_0000.jpg"), data("engine/doc_0001.jpg"),
+                                         data("engine/doc_0002.jpg"), data("engine/doc_0003.jpg")};
+  Tally t;
+  std::atomic<int> started{0};
+  std::vector<std::thread> clients;
+  for (int k = 0; k < 4; ++k) {
+    clients.emplace_back([&, k] {
+      auto c = s.client();
+      for (int i = 0; i < 5; ++i) {
+        ++started;
+        auto r = c.Post("/v1/ocr", docs[(k + i) % docs.size()], "image/jpeg");
+        t.add(r, 0);
+        if (r && r->status == 200) {
+          EXPECT_EQ(body_json(r)["rung"], "cpu-worker");
+        }
+      }
+    });
+  }
+  while (started < 6) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  ASSERT_EQ(::kill(workers[0], SIGKILL), 0);
+  for (auto& th : clients) th.join();
+  EXPECT_EQ(t.lost, 0);
+  EXPECT_EQ(t.by_status[200], 20) << "zero lost requests";
+  auto m = s.client().Get("/metrics");
+  ASSERT_TRUE(m);
+  EXPECT_GE(metric(m->body, R"(steadyocr_worker_restarts_total{rung="cpu-worker"})"), 1) << m->body;
+  EXPECT_GE(metric(m->body, R"(steadyocr_worker_losses_total{rung="cpu-worker"})"), 1) << m->body;
+  EXPECT_EQ(metric(m->body, R"(steadyocr_rung_in_use{rung="cpu-worker",backend="cpu"})"), 1) << m->body;
+  auto after = s.workers();
+  ASSERT_EQ(after.size(), 1u);
+  EXPECT_NE(after[0], workers[0]);
+  EXPECT_EQ(s.signal_and_wait(SIGTERM, 30), 0);
+  EXPECT_TRUE(s.workers().empty());
+}
+
+}  // namespace
+}  // namespace steadyocr
