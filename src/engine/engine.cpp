@@ -113,6 +113,24 @@ void OcrEngine::step_down(const std::string& name, const Finding& why) {
   }
 }
 
+namespace {
+
+// Per image, wherever its models ran (in process or in a worker): how many images shared its detector call and how
+// many rows its recognition calls carried on average (batching across callers, runtime/batching.h).
+void observe_calls(const pipeline::CallStats& c) {
+  static const std::vector<double> kBuckets = {1, 2, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128};
+  if (c.det_images > 0) {
+    metrics::observe("steadyocr_image_det_batch_images", {}, c.det_images, kBuckets);
+  }
+  if (c.rec_calls > 0) {
+    metrics::observe("steadyocr_image_rec_batch_rows", {}, static_cast<double>(c.rec_rows) / c.rec_calls, kBuckets);
+    metrics::inc("steadyocr_rec_calls_total", {{"shared", "yes"}}, c.rec_shared);
+    metrics::inc("steadyocr_rec_calls_total", {{"shared", "no"}}, c.rec_calls - c.rec_shared);
+  }
+}
+
+}  // namespace
+
 std::vector<EngineOutcome> OcrEngine::ocr_batch(const std::vector<ImageJob>& jobs) {
   uint64_t seq = ladder_.last_seq();
   std::vector<EngineOutcome> out(jobs.size());
@@ -182,6 +200,7 @@ std::vector<EngineOutcome> OcrEngine::ocr_batch(const std::vector<ImageJob>& job
       out[i].events.insert(out[i].events.begin(), standing.begin(), standing.end());
     }
     metrics::inc("steadyocr_images_total", {{"rung", out[i].rung}, {"status", out[i].status.is_ok() ? "ok" : "error"}});
+    if (out[i].status.is_ok()) observe_calls(out[i].result.calls);
   }
   return out;
 }

@@ -78,6 +78,11 @@ nlohmann::ordered_json outcome_to_json(const ImageOutcome& o) {
   if (o.ok) {
     j["width"] = o.result.width;
     j["height"] = o.result.height;
+    const pipeline::CallStats& c = o.result.calls;
+    j["calls"] = {{"det_images", c.det_images},
+                  {"rec_calls", c.rec_calls},
+                  {"rec_rows", c.rec_rows},
+                  {"rec_shared", c.rec_shared}};
   } else {
     j["error"] = o.error;
   }

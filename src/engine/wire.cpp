@@ -29,6 +29,11 @@ Status status_from_json(const json& j) {
   return s;
 }
 
+json call_stats_to_json(const pipeline::CallStats& c) {
+  return json{
+      {"det_images", c.det_images}, {"rec_calls", c.rec_calls}, {"rec_rows", c.rec_rows}, {"rec_shared", c.rec_shared}};
+}
+
 json ocr_result_to_json(const pipeline::OcrResult& r) {
   json lines = json::array();
   for (auto& l : r.lines) {
@@ -43,7 +48,8 @@ json ocr_result_to_json(const pipeline::OcrResult& r) {
       {"width", r.width},
       {"height", r.height},
       {"timings_ms",
-       {{"decode", t.decode}, {"det", t.det}, {"post", t.post}, {"cls", t.cls}, {"rec", t.rec}, {"total", t.total}}}};
+       {{"decode", t.decode}, {"det", t.det}, {"post", t.post}, {"cls", t.cls}, {"rec", t.rec}, {"total", t.total}}},
+      {"calls", call_stats_to_json(r.calls)}};
 }
 
 Result<pipeline::OcrResult> ocr_result_from_json(const json& j) {
@@ -64,6 +70,11 @@ Result<pipeline::OcrResult> ocr_result_from_json(const json& j) {
     auto& t = j.at("timings_ms");
     r.timings = {t.value("decode", 0.0), t.value("det", 0.0), t.value("post", 0.0),
                  t.value("cls", 0.0),    t.value("rec", 0.0), t.value("total", 0.0)};
+    if (j.contains("calls")) {
+      const json& c = j.at("calls");
+      r.calls = {c.value("det_images", 0), c.value("rec_calls", 0), c.value("rec_rows", int64_t{0}),
+                 c.value("rec_shared", 0)};
+    }
   } catch (const json::exception& e) {
     return data_loss(std::string("worker result is missing fields: ") + e.what());
   }

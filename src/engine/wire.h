@@ -16,6 +16,8 @@ nlohmann::json status_to_json(const Status& s);
 // The status again; a malformed object is a kDataLoss naming what is wrong, never a silent OK.
 Status status_from_json(const nlohmann::json& j);
 
+// The model calls that read an image (batching across callers): {"det_images", "rec_calls", "rec_rows", "rec_shared"}.
+nlohmann::json call_stats_to_json(const pipeline::CallStats& c);
 nlohmann::json ocr_result_to_json(const pipeline::OcrResult& r);
 Result<pipeline::OcrResult> ocr_result_from_json(const nlohmann::json& j);
 

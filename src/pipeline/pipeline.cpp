@@ -10,6 +10,7 @@
 #include "pipeline/det_preprocess.h"
 #include "pipeline/warm_up.h"
 #include "runtime/backend_registry.h"
+#include "runtime/batching.h"
 
 namespace steadyocr::pipeline {
 
@@ -119,6 +120,20 @@ Result<std::unique_ptr<Pipeline>> Pipeline::load(const ModelPaths& paths, std::s
 Pipeline::Pipeline(std::shared_ptr<runtime::Runner> det, std::shared_ptr<runtime::Runner> rec,
                    std::shared_ptr<runtime::Runner> cls, Dictionary dict, PipelineOptions options)
     : det_(std::move(det)), options_(options) {
+  const PipelineOptions::Batching& b = options_.batching;
+  if (b.enabled) {
+    const int slots =
+        b.slots > 0 ? b.slots
+                    : (options_.execution == ExecutionProfile::kDevice ? std::max(1, options_.plan_instances) : 1);
+    auto batched = [&](const char* stage, std::shared_ptr<runtime::Runner>& r, int64_t rows) {
+      if (r && rows > 1) r = std::make_shared<runtime::BatchingRunner>(r, runtime::BatchingOptions{stage, rows, slots});
+    };
+    const int rec_batch = std::max(options_.rec.batch, 1), cls_batch = std::max(options_.cls.batch, 1);
+    batched("det", det_, b.det_images);
+    batched("rec", rec,
+            b.rec_rows > 0 ? b.rec_rows : (options_.rec.merge_rows > 0 ? options_.rec.merge_rows : 8 * rec_batch));
+    batched("cls", cls, b.cls_rows > 0 ? b.cls_rows : 8 * cls_batch);
+  }
   if (rec) rec_ = std::make_unique<Recognizer>(std::move(rec), std::move(dict), options_.rec);
   if (cls && (options_.use_cls || options_.load_cls))
     cls_ = std::make_unique<AngleClassifier>(std::move(cls), options_.cls);
@@ -159,7 +174,9 @@ Status Pipeline::detect(Work& w) const {
   if (!det_) return internal_error("pipeline built without a detection model");
   Stopwatch sw;
   DetInput in = det_preprocess(*w.image, w.opts.det_limit_side, w.opts.det_bucket);
-  ASSIGN_OR_RETURN(w.prob, det_->run(in.tensor));
+  runtime::CallInfo call;
+  ASSIGN_OR_RETURN(w.prob, det_->run_call(in.tensor, &call));
+  w.result.calls.det_images = static_cast<int>(call.rows);
   w.map_h = in.resized_h;
   w.map_w = in.resized_w;
   if (w.prob.dtype() != DType::kF32 || w.prob.numel() != int64_t{in.input_h} * in.input_w ||
@@ -214,7 +231,13 @@ Status Pipeline::read_lines(Work& w) const {
     w.result.timings.cls = sw.elapsed_ms();
   }
   Stopwatch sw;
-  ASSIGN_OR_RETURN(std::vector<RecText> texts, rec_->recognize(w.crops));
+  std::vector<runtime::CallInfo> calls;
+  ASSIGN_OR_RETURN(std::vector<RecText> texts, rec_->recognize(w.crops, &calls));
+  for (const runtime::CallInfo& c : calls) {
+    ++w.result.calls.rec_calls;
+    w.result.calls.rec_rows += c.rows;
+    if (c.callers > 1) ++w.result.calls.rec_shared;
+  }
   w.result.timings.rec = sw.elapsed_ms();
   for (size_t i = 0; i < texts.size(); ++i) {
     if (w.opts.mode == OcrMode::kFull && texts[i].score < w.opts.drop_score) continue;

@@ -61,6 +61,15 @@ struct PipelineOptions {
   int plan_instances = 4;         // kDevice: prepared instances per input shape (concurrent pictures)
   bool warm_up = true;            // kDevice: plan the bucketed det/rec shapes at load
   int warm_rec_max_width = 1280;  // kDevice: widest recognition bucket planned at load (wider ones on demand)
+  // Batching across concurrent calls (runtime/batching.h): model runs of one shape that arrive while that shape's
+  // call slots are busy go out as one stacked call. Results are the rows each image gets alone.
+  struct Batching {
+    bool enabled = true;
+    int det_images = 4;  // pictures of one detector input shape per call
+    int rec_rows = 0;    // crops per recognition call (0: rec.merge_rows when set, else 8 * rec.batch)
+    int cls_rows = 0;    // crops per classifier call (0: 8 * cls.batch)
+    int slots = 0;       // calls of one shape in flight (0: plan_instances on kDevice, 1 on the host)
+  } batching;
 };
 
 // One image's changes to the pipeline's options (a server request's options); unset fields keep the pipeline's.
@@ -92,9 +101,18 @@ struct StageTimes {
   double decode = 0, det = 0, post = 0, cls = 0, rec = 0, total = 0;
 };
 
+// The model calls that read one image, with what other images shared them (batching across callers).
+struct CallStats {
+  int det_images = 0;    // images in the detector call (1: alone)
+  int rec_calls = 0;     // recognition calls that read this image's crops
+  int64_t rec_rows = 0;  // rows of those calls, this image's and other images'
+  int rec_shared = 0;    // of those calls, the ones shared with other images
+};
+
 struct OcrResult {
   std::vector<TextLine> lines;
   StageTimes timings;
+  CallStats calls;
   std::string backend;  // where the models ran
   int width = 0, height = 0;
 };

@@ -64,7 +64,8 @@ int rec_batch_width(double max_ratio, const RecOptions& options) {
   return width;
 }
 
-Result<std::vector<RecText>> Recognizer::recognize(const std::vector<cv::Mat>& crops) const {
+Result<std::vector<RecText>> Recognizer::recognize(const std::vector<cv::Mat>& crops,
+                                                   std::vector<runtime::CallInfo>* calls) const {
   std::vector<RecText> out(crops.size());
   if (crops.empty()) return out;
   std::vector<double> ratio(crops.size());
@@ -107,7 +108,9 @@ Result<std::vector<RecText>> Recognizer::recognize(const std::vector<cv::Mat>& c
       for (int64_t k = b; k < e; ++k)
         rec_normalize(crops[order[start + k]], h, w, base + k * 3 * h * w, options_.interp);
     });
-    ASSIGN_OR_RETURN(Tensor probs, model_->run(input));
+    runtime::CallInfo call;
+    ASSIGN_OR_RETURN(Tensor probs, model_->run_call(input, &call));
+    if (calls) calls->push_back(call);
     if (probs.dtype() != DType::kF32 || probs.rank() != 3 || probs.dim(0) != static_cast<int64_t>(rows)) {
       return internal_error("recognition model returned " + probs.describe() + " for input " + input.describe() +
                             "; expected f32[batch, steps, classes]");

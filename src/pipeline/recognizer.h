@@ -52,8 +52,9 @@ class Recognizer {
       : model_(std::move(model)), dict_(std::move(dict)), options_(options) {}
 
   // Reads each crop (8-bit BGR); the results follow the crops' order. Fails when the model fails or its
-  // output does not match the dictionary.
-  Result<std::vector<RecText>> recognize(const std::vector<cv::Mat>& crops) const;
+  // output does not match the dictionary. `calls`, when given, gets one entry per model call made.
+  Result<std::vector<RecText>> recognize(const std::vector<cv::Mat>& crops,
+                                         std::vector<runtime::CallInfo>* calls = nullptr) const;
 
   const Dictionary& dictionary() const { return dict_; }
   const RecOptions& options() const { return options_; }

@@ -59,12 +59,24 @@ struct ModelStats {
   std::vector<OpPlacement> placements;  // empty while every node runs on the model's backend
 };
 
+// The model call that served one run: its rows (the caller's and any merged in from other callers) and how many
+// callers' inputs it carried (runtime/batching.h). A plain runner's call is the caller's alone.
+struct CallInfo {
+  int64_t rows = 0;
+  int callers = 1;
+};
+
 // What the pipeline runs a model through: a plain Model, or the engine's ladder-aware runner.
 class Runner {
  public:
   virtual ~Runner() = default;
   // Runs one input (f32, NCHW) and returns the single output. Thread-safe.
   virtual Result<Tensor> run(const Tensor& input) = 0;
+  // run(), also saying which call served it (`info` may be null).
+  virtual Result<Tensor> run_call(const Tensor& input, CallInfo* info) {
+    if (info) *info = {input.rank() > 0 ? input.dim(0) : 1, 1};
+    return run(input);
+  }
   // The backend that ran (or will run) the last call, for results and logs.
   virtual std::string backend_name() const = 0;
 };

@@ -4,7 +4,9 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <opencv2/imgproc.hpp>
+#include <thread>
 
 #include "pipeline/det_preprocess.h"
 #include "pipeline/image_decode.h"
@@ -193,6 +195,70 @@ TEST(RecMerge, SameTextsAsPaddleOcrBatches) {
   EXPECT_GE(nonempty, 10);               // the crops are readable: the comparison is about real text
   EXPECT_EQ(plain_calls, 3u);            // 6 + 6 + 2 crops
   EXPECT_LT(merged_calls, plain_calls);  // the first two batches are both 320 wide
+}
+
+}  // namespace
+}  // namespace steadyocr::pipeline
+
+namespace steadyocr::pipeline {
+namespace {
+
+// Batching across callers: pictures read at once from several threads share model calls (stacked rows), and each
+// gets the lines it gets alone.
+TEST(BatchingAcrossCallers, EveryPictureReadsAsAlone) {
+  SO_REQUIRE_MODELS();
+  auto backend = runtime::create_backend("cpu");
+  if (!backend.is_ok()) GTEST_SKIP() << "the cpu backend is not in this build";
+  std::vector<cv::Mat> pages;
+  for (const char* name : {"s31_doc_0000.jpg", "s32r4_doc_0002.jpg"}) {
+    auto img = load_image(docs_dir() + "/" + name);
+    ASSERT_TRUE(img.is_ok()) << img.status().to_string();
+    pages.push_back(img->bgr);
+  }
+  PipelineOptions alone_options;
+  alone_options.batching.enabled = false;
+  auto alone = Pipeline::load(model_paths_in(testing::models_dir()), *backend, alone_options);
+  ASSERT_TRUE(alone.is_ok()) << alone.status().to_string();
+  std::vector<OcrResult> want;
+  for (const cv::Mat& page : pages) {
+    auto r = (*alone)->run(page);
+    ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+    EXPECT_EQ(r->calls.det_images, 1);
+    EXPECT_EQ(r->calls.rec_shared, 0);
+    EXPECT_GE(r->lines.size(), 5u);
+    want.push_back(std::move(r).value());
+  }
+
+  PipelineOptions options;  // batching on: one call per shape in flight on the host, the rest stacked
+  auto batched = Pipeline::load(model_paths_in(testing::models_dir()), *backend, options);
+  ASSERT_TRUE(batched.is_ok()) << batched.status().to_string();
+  constexpr int kThreads = 6;
+  std::vector<Result<OcrResult>> got(kThreads, Status(StatusCode::kInternal, "not run"));
+  std::atomic<int> ready{0};
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kThreads; ++i) {
+    threads.emplace_back([&, i] {
+      ++ready;
+      while (ready.load() < kThreads) std::this_thread::yield();
+      got[i] = (*batched)->run(pages[i % 2]);
+    });
+  }
+  for (auto& t : threads) t.join();
+  int shared_calls = 0;
+  for (int i = 0; i < kThreads; ++i) {
+    ASSERT_TRUE(got[i].is_ok()) << got[i].status().to_string();
+    const OcrResult& w = want[i % 2];
+    ASSERT_EQ(got[i]->lines.size(), w.lines.size()) << i;
+    for (size_t k = 0; k < w.lines.size(); ++k) {
+      EXPECT_EQ(got[i]->lines[k].text, w.lines[k].text) << i << ":" << k;
+      for (int p = 0; p < 4; ++p) {
+        EXPECT_EQ(got[i]->lines[k].box[p], w.lines[k].box[p]) << i << ":" << k;
+      }
+      EXPECT_NEAR(got[i]->lines[k].score, w.lines[k].score, 1e-4) << i << ":" << k;
+    }
+    shared_calls += got[i]->calls.rec_shared + (got[i]->calls.det_images > 1);
+  }
+  EXPECT_GT(shared_calls, 0) << "six pictures at once on one slot per shape: some calls must have been stacked";
 }
 
 }  // namespace
