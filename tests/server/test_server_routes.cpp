@@ -2,6 +2,8 @@
 // identical to `steadyocr ocr`, and the server serving on after every bad request.
 #include <gtest/gtest.h>
 
+#include <thread>
+
 #include <set>
 
 #include "cli/cli_run.h"
@@ -162,6 +164,64 @@ TEST_F(ServerRoutes, ThreeBodyShapesReadWhatTheCliReads) {
       EXPECT_EQ(got["width"], expected["width"]);
     }
   }
+}
+
+// Many requests at once: the engine stacks their model calls (batching across requests), and every result is still
+// the CLI's for that image.
+TEST(ServerBatching, ConcurrentRequestsShareModelCallsAndReadWhatTheCliReads) {
+  SO_REQUIRE_MODELS();
+  // One image per engine call and six calls at once, so that images of one shape meet at the models.
+  ServerProcess server({"--backend", "cpu", "--threads", "2", "--concurrency", "6", "--batch-images", "1"});
+  ASSERT_TRUE(server.started()) << server.log();
+  ASSERT_TRUE(server.wait_ready()) << server.log();
+  const std::vector<std::string> files = {"engine/doc_0000.jpg",       "engine/doc_0001.jpg",
+                                          "engine/doc_0002.jpg",       "engine/doc_0003.jpg",
+                                          "ocr/docs/s31_doc_0000.jpg", "ocr/docs/s32r4_doc_0002.jpg"};
+  std::string paths;
+  for (const auto& f : files) paths += " " + testing::source_dir() + "/tests/data/" + f;
+  testing::CliRun cli =
+      testing::run_steadyocr("ocr --quiet --backend cpu --threads 2 --models " + testing::models_dir() + paths);
+  ASSERT_EQ(cli.code, 0) << cli.err;
+  json want = json::parse(cli.out);
+  constexpr int kCopies = 3;  // consecutive copies of a file: images of one shape in flight together
+  std::vector<json> got(files.size() * kCopies);
+  std::vector<int> status(got.size(), 0);
+  std::vector<std::thread> clients;
+  for (size_t i = 0; i < got.size(); ++i) {
+    clients.emplace_back([&, i] {
+      auto c = server.client();
+      c.set_read_timeout(120, 0);
+      auto r = c.Post("/v1/ocr", data(files[i / kCopies]), "image/jpeg");
+      if (!r) return;
+      status[i] = r->status;
+      got[i] = body_json(r);
+    });
+  }
+  for (auto& t : clients) t.join();
+  for (size_t i = 0; i < got.size(); ++i) {
+    const std::string& f = files[i / kCopies];
+    ASSERT_EQ(status[i], 200) << f << ": " << got[i].dump();
+    const json& expected = want[f.substr(f.rfind('/') + 1)];
+    EXPECT_EQ(got[i]["lines"], expected["lines"]) << f;  // text, score and box alike
+    ASSERT_TRUE(got[i]["calls"].is_object()) << got[i].dump();
+  }
+  auto m = server.client().Get("/metrics");
+  ASSERT_TRUE(m);
+  const std::string& text = m->body;
+  auto value = [&](const std::string& series) {
+    const size_t at = text.find(series + " ");
+    return at == std::string::npos ? -1.0 : std::stod(text.substr(at + series.size() + 1));
+  };
+  // Some model calls carried several requests' inputs (more callers than calls), and the page says so.
+  const double det_calls = value("steadyocr_batch_callers_count{stage=\"det\"}");
+  const double det_callers = value("steadyocr_batch_callers_sum{stage=\"det\"}");
+  const double rec_calls = value("steadyocr_batch_callers_count{stage=\"rec\"}");
+  const double rec_callers = value("steadyocr_batch_callers_sum{stage=\"rec\"}");
+  ASSERT_GT(det_calls, 0) << text;
+  ASSERT_GT(rec_calls, 0) << text;
+  EXPECT_GT(det_callers + rec_callers, det_calls + rec_calls) << text;
+  EXPECT_GT(value("steadyocr_image_det_batch_images_sum"), value("steadyocr_image_det_batch_images_count")) << text;
+  EXPECT_EQ(server.signal_and_wait(SIGTERM, 30), 0) << server.log();
 }
 
 TEST_F(ServerRoutes, OptionsChangeTheirRequestOnlyAndUnknownOnesAreRefused) {
