@@ -76,6 +76,14 @@ void add_engine_flags(CLI::App* app, EngineArgs* args) {
                   "Pad detection inputs up to multiples of N (fewer shapes to plan; 0: none, as PaddleOCR)")
       ->check(CLI::Range(0, 4096))
       ->capture_default_str();
+  app->add_flag("--no-cross-batch", args->no_cross_batch,
+                "Do not stack model calls of images read at once (batching across images and requests; see "
+                "docs/DESIGN.md); for measuring what it gives");
+  app->add_option("--batch-slots", args->batch_slots,
+                  "Model calls of one input shape in flight before further ones are stacked into one call (0: the "
+                  "plan instances per shape on GPUs, 1 on the CPU)")
+      ->check(CLI::Range(0, 1024))
+      ->capture_default_str();
   app->add_option("--max-side", args->max_side, "Refuse images with a longer side (checked before decoding)")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 20))
       ->capture_default_str();
@@ -133,6 +141,8 @@ Result<EngineOptions> engine_options_from(const EngineArgs& a) {
     return invalid_argument("--rec-interp must be linear, cubic or lanczos (got '" + a.rec_interp + "')");
   }
   opts.det_bucket = a.det_bucket;
+  opts.batching.enabled = !a.no_cross_batch;
+  opts.batching.slots = a.batch_slots;
   EngineOptions eo;
   eo.models = paths;
   eo.pipeline = opts;

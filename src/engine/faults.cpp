@@ -1,5 +1,6 @@
 #include "engine/faults.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -33,6 +34,17 @@ std::string FaultRule::describe() const {
   return kind + "@" + stage + ":" + std::to_string(nth) + (from_nth_on ? "+" : "") + (persistent ? "!" : "");
 }
 
+namespace {
+int64_t now_epoch_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+}  // namespace
+
+bool FaultRule::expired() const {
+  return until_ms > 0 && now_epoch_ms() >= until_ms;
+}
+
 Result<std::vector<FaultRule>> parse_fault_spec(const std::string& spec) {
   std::vector<FaultRule> rules;
   size_t pos = 0;
@@ -45,6 +57,18 @@ Result<std::vector<FaultRule>> parse_fault_spec(const std::string& spec) {
     if (rule.empty()) continue;
     FaultRule r;
     std::string body = rule;
+    if (size_t tilde = body.rfind('~'); tilde != std::string::npos) {
+      const std::string secs = body.substr(tilde + 1);
+      char* end = nullptr;
+      const double s = std::strtod(secs.c_str(), &end);
+      if (secs.empty() || *end != '\0' || !(s > 0) || tilde == 0 || body[tilde - 1] != '!') {
+        return invalid_argument("STEADYOCR_FAULT rule '" + rule +
+                                "': '~S' (heal after S seconds) follows '!' and S is a positive number, e.g. "
+                                "illegal_address@det:2!~30");
+      }
+      r.until_ms = now_epoch_ms() + static_cast<int64_t>(s * 1000);
+      body.erase(tilde);
+    }
     if (body.back() == '!') {
       r.persistent = true;
       body.pop_back();
@@ -99,7 +123,14 @@ std::string persistent_fault_spec(const std::vector<FaultRule>& rules) {
 
 std::shared_ptr<FaultInjector> make_injector(const std::vector<FaultRule>& rules, bool inject) {
   if (!inject) return std::make_shared<FaultInjector>(std::vector<FaultRule>{});
-  for (auto& r : rules) log::warn("fault", "fault injection armed: {}", r.describe());
+  for (auto& r : rules) {
+    if (r.until_ms > 0) {
+      log::warn("fault", "fault injection armed: {} for {:.1f} s more (then the device heals)", r.describe(),
+                std::max<int64_t>(0, r.until_ms - now_epoch_ms()) / 1000.0);
+    } else {
+      log::warn("fault", "fault injection armed: {}", r.describe());
+    }
+  }
   return std::make_shared<FaultInjector>(rules);
 }
 
@@ -116,6 +147,7 @@ const FaultRule* FaultInjector::on_call(const std::string& stage, int64_t batch)
   }
   for (auto& r : rules_) {
     if (r.stage != stage && r.stage != "any") continue;
+    if (r.expired()) continue;  // the device healed
     if (r.kind == "oom_batch") {
       if (batch > 1 && n >= r.nth) return &r;
       continue;

@@ -8,6 +8,8 @@
 //   N     = the Nth call of that stage in the process (1-based, default 1); "N+" = every call from the Nth on
 //   "!"   = persistent: the rule also applies in restarted workers (a device that stays bad); without it a rule
 //           fires only in the first worker process, like a transient fault.
+//   "!~S" = persistent for S seconds from when the spec was read, then never again (a device that heals: the
+//           engine's re-probe finds it good and climbs back).
 // oom: out of memory once (recovered by freeing caches and retrying); oom_batch: out of memory whenever the
 // batch holds more than one item (recovered by splitting the batch); sticky/illegal_address/launch_failure:
 // the device context is lost (on a CUDA backend the plugin launches a real faulting kernel; simulated in a worker
@@ -37,7 +39,9 @@ struct FaultRule {
   int64_t nth = 1;
   bool from_nth_on = false;
   bool persistent = false;
+  int64_t until_ms = 0;  // "!~S": wall-clock time (ms since the epoch, shared by worker processes) the rule ends
   std::string describe() const;
+  bool expired() const;
   bool operator==(const FaultRule&) const = default;
 };
 

@@ -59,7 +59,7 @@ int worker_jobs(const EngineOptions& options, const std::string& rung);
 // The backend a rung runs on ("cpu-worker" → "cpu").
 std::string backend_of_rung(const std::string& rung);
 
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(FaultRule, kind, stage, nth, from_nth_on, persistent)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(FaultRule, kind, stage, nth, from_nth_on, persistent, until_ms)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(RetryPolicy, worker_attempts, restarts_in_row, oom_retries,
                                                 attempts_per_rung)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(EngineOptions, models, pipeline, limits, backend, require_gpu,

@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "core/log.h"
+#include "core/metrics.h"
 #include "core/parallel.h"
 #include "engine/rung.h"
 #include "engine/wire.h"
@@ -92,7 +93,11 @@ class WorkerRung : public Rung {
   ~WorkerRung() override { stop(); }
 
   Status start() override {
-    if (is_gpu_rung(name())) RETURN_IF_ERROR(gpu_preflight());
+    if (is_gpu_rung(name())) {
+      RETURN_IF_ERROR(gpu_preflight());
+      metrics::set_gauge("steadyocr_gpu_memory_budget_bytes", {{"rung", name()}},
+                         static_cast<double>(options_.gpu_mem_mb) * 1024 * 1024);
+    }
     std::lock_guard<std::mutex> lock(mu_);
     if (!supervisor_) {
       SupervisorOptions so;
@@ -161,6 +166,12 @@ class WorkerRung : public Rung {
         }
         o.result = std::move(*res);
         if (h.contains("vis_status")) o.vis_status = status_from_json(h["vis_status"]);
+        if (h.contains("gpu_mem") && h["gpu_mem"].is_array() && h["gpu_mem"].size() == 2) {
+          metrics::set_gauge("steadyocr_gpu_memory_bytes", {{"rung", name()}, {"state", "in_use"}},
+                             h["gpu_mem"][0].get<double>());
+          metrics::set_gauge("steadyocr_gpu_memory_bytes", {{"rung", name()}, {"state", "cached"}},
+                             h["gpu_mem"][1].get<double>());
+        }
         o.vis.assign(r->payload.begin() + static_cast<std::ptrdiff_t>(n), r->payload.end());
       }
     };

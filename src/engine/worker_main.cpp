@@ -62,6 +62,7 @@ int worker_main(const std::string& config_json) {
   const pipeline::DecodeLimits limits = options.limits;
   std::mutex vis_mu;
   std::unique_ptr<pipeline::Visualizer> vis;
+  const bool gpu = is_gpu_rung(rung);
   auto handler = [&](const Message& m) -> Result<Message> {
     // With many jobs at once, each reads its image on its own thread (no nested thread teams).
     std::optional<SerialScope> serial;
@@ -91,6 +92,10 @@ int worker_main(const std::string& config_json) {
     std::string payload = ocr_result_to_json(*reply.result).dump();
     json head = {{"result_bytes", payload.size()}};
     if (!reply.vis_status.is_ok()) head["vis_status"] = status_to_json(reply.vis_status);
+    if (gpu) {  // the CUDA backend's device pool after this image (the engine's process mirrors it for /metrics)
+      head["gpu_mem"] = {metrics::value("steadyocr_gpu_memory_bytes", {{"device", "0"}, {"state", "in_use"}}),
+                         metrics::value("steadyocr_gpu_memory_bytes", {{"device", "0"}, {"state", "cached"}})};
+    }
     payload.append(reply.vis.begin(), reply.vis.end());
     return Message{head.dump(), std::move(payload)};
   };

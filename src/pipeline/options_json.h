@@ -23,9 +23,11 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(DbOptions, thresh, box_thresh, u
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(RecOptions, height, min_width, batch, width_bucket, pad_batch,
                                                 merge_rows, interp)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(ClsOptions, height, width, batch, thresh)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(PipelineOptions::Batching, enabled, det_images, rec_rows, cls_rows,
+                                                slots)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(PipelineOptions, mode, use_cls, det_limit_side, det_bucket, db, rec,
                                                 cls, drop_score, load_cls, execution, plan_instances, warm_up,
-                                                warm_rec_max_width)
+                                                warm_rec_max_width, batching)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(DecodeLimits, max_side, max_pixels, max_file_bytes)
 
 // ImageOptions: only the fields that are set, by their PipelineOptions names; absent fields stay unset.

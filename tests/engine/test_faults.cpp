@@ -1,5 +1,8 @@
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <thread>
+
 #include "engine/faults.h"
 #include "engine/recovery.h"
 #include "test_util.h"
@@ -40,6 +43,23 @@ TEST(FaultSpec, ParsesRulesAndRejectsNonsense) {
     auto b = parse_fault_spec(bad);
     EXPECT_FALSE(b.is_ok()) << bad;
     EXPECT_NE(b.status().message().find(bad), std::string::npos) << b.status().message();
+  }
+}
+
+TEST(FaultSpec, AHealingDeviceStopsFaultingAfterItsSeconds) {
+  auto r = parse_fault_spec("error@det:1+!~0.3");
+  ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+  ASSERT_EQ(r->size(), 1u);
+  EXPECT_TRUE((*r)[0].persistent);
+  EXPECT_GT((*r)[0].until_ms, 0);
+  auto inj = std::make_shared<FaultInjector>(*r);
+  EXPECT_NE(inj->on_call("det", 1), nullptr);
+  std::this_thread::sleep_for(std::chrono::milliseconds(400));
+  EXPECT_EQ(inj->on_call("det", 1), nullptr);  // healed
+  for (const char* bad : {"error@det~5", "error@det!~", "error@det!~-1", "error@det!~x"}) {
+    auto b = parse_fault_spec(bad);
+    EXPECT_FALSE(b.is_ok()) << bad;
+    EXPECT_NE(b.status().message().find("heal after"), std::string::npos) << b.status().message();
   }
 }
 
