@@ -14,6 +14,7 @@ struct ServeArgs {
   EngineArgs engine;
   server::ServerOptions server;
   std::string log_format = "json";
+  bool no_web = false;
 };
 
 int run_serve(ServeArgs& a) {
@@ -27,6 +28,7 @@ int run_serve(ServeArgs& a) {
       options->pipeline.mode != pipeline::OcrMode::kDetOnly && std::filesystem::is_regular_file(options->models.cls);
   use_threads(a.engine.threads);
   a.server.log_json = a.log_format == "json";
+  a.server.web = !a.no_web;
   options->log_json = a.server.log_json;  // the worker processes' lines too
   return server::serve(a.server, *options);
 }
@@ -84,6 +86,7 @@ Command add_serve_command(CLI::App& root) {
   app->add_option("--log-format", args->log_format, "json: one JSON object per line (one per request); text")
       ->check(CLI::IsMember({"json", "text"}))
       ->capture_default_str();
+  app->add_flag("--no-web", args->no_web, "Turn the page off: GET / and /web/ answer 404 (docs/SERVING.md)");
   add_engine_flags(app, &args->engine);
   c.run = [args] { return run_serve(*args); };
   return c;

@@ -21,6 +21,7 @@
 #include "server/server_metrics.h"
 #include "server/service.h"
 #include "server/task_queue.h"
+#include "server/web_assets.h"
 
 namespace steadyocr::server {
 namespace {
@@ -72,11 +73,13 @@ std::string request_id(const httplib::Request& req) {
   return buf;
 }
 
+// The route label of the metrics: a bounded set (the routes, the page's embedded files, then "other" per family).
 std::string route_of(const std::string& path) {
-  for (const char* r :
-       {"/v1/ocr", "/v1/ocr/batch", "/livez", "/readyz", "/metrics", "/v2", "/v2/health/live", "/v2/health/ready"}) {
+  for (const char* r : {"/v1/ocr", "/v1/ocr/batch", "/livez", "/readyz", "/metrics", "/v2", "/v2/health/live",
+                        "/v2/health/ready", "/"}) {
     if (path == r) return r;
   }
+  if (path.rfind("/web/", 0) == 0) return find_web_asset(path.substr(5)) ? path : "/web/other";
   return path.rfind("/v2/", 0) == 0 ? "/v2/other" : "other";
 }
 
@@ -195,6 +198,7 @@ class HttpFront {
     add_v1_routes(http_, s_);
     add_oip_routes(http_, s_);
     add_health_routes(http_, s_);
+    if (o.web) add_web_routes(http_, s_);
   }
 
   // Binds host:port (0: any); the port bound, or -1 with the reason printed.

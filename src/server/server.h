@@ -25,6 +25,7 @@ struct ServerOptions {
   int probe_interval_ms = 2000;  // readiness probe when idle this long
   int ready_max_age_ms = 10000;  // ready only when a real inference succeeded within this
   bool log_json = true;          // one JSON object per log line
+  bool web = true;               // GET / and /web/: the page to try the server (--no-web: 404)
 };
 
 // Listens (printing the address), loads the engine (503 SERVER_STARTING meanwhile; prints the rung it serves from),

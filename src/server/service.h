@@ -103,9 +103,10 @@ class OcrService {
 // Makes cpp-httplib close the connection once `res` is written (Connection: close).
 void close_after_response(httplib::Response& res);
 
-// Route registration (routes_v1.cpp, routes_oip.cpp, routes_health.cpp).
+// Route registration (routes_v1.cpp, routes_oip.cpp, routes_health.cpp, routes_web.cpp).
 void add_v1_routes(httplib::Server& http, OcrService& service);
 void add_oip_routes(httplib::Server& http, OcrService& service);
 void add_health_routes(httplib::Server& http, OcrService& service);
+void add_web_routes(httplib::Server& http, OcrService& service);
 
 }  // namespace steadyocr::server

@@ -25,7 +25,7 @@ TEST(ServeCommand, BadFlagsAndFilesExitTwoNamingThem) {
   auto help = run_steadyocr("serve --help");
   EXPECT_EQ(help.code, 0);
   for (const char* flag : {"--max-queue", "--deadline-ms", "--max-body-mb", "--max-batch", "--drain-s", "--det-only",
-                           "--require-gpu", "--backend"}) {
+                           "--require-gpu", "--backend", "--no-web"}) {
     EXPECT_NE(help.out.find(flag), std::string::npos) << flag;
   }
 }
