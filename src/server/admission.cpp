@@ -11,6 +11,20 @@ double Ticket::queue_ms() const {
   return std::chrono::duration<double, std::milli>(started - admitted).count();
 }
 
+int64_t predicted_image_bytes(int64_t width, int64_t height, int det_limit_side) {
+  // Measured on the H200 (docs/SERVING.md, "Admission by memory"): the CUDA plan of PP-OCRv4 det needs about this
+  // many bytes of activations per input pixel (arena of one prepared instance), and a page's recognition calls stay
+  // under a fixed share.
+  constexpr int64_t kDetBytesPerPixel = 150;
+  constexpr int64_t kRecBytes = 64ll << 20;
+  if (width <= 0 || height <= 0) return kRecBytes;
+  double scale = 1.0;
+  const int64_t longer = std::max(width, height);
+  if (det_limit_side > 0 && longer > det_limit_side) scale = static_cast<double>(det_limit_side) / longer;
+  auto side = [&](int64_t v) { return std::max<int64_t>(32, (static_cast<int64_t>(v * scale) + 31) / 32 * 32); };
+  return side(width) * side(height) * kDetBytesPerPixel + kRecBytes;
+}
+
 Admission::Admission(engine::OcrEngine* engine, AdmissionOptions options) : engine_(engine), options_(options) {
   options_.concurrency = std::max(1, options_.concurrency);
   options_.batch_images = std::max(1, options_.batch_images);
@@ -21,7 +35,8 @@ Admission::~Admission() {
   stop();
 }
 
-std::shared_ptr<Ticket> Admission::submit(std::vector<engine::ImageJob> jobs, Clock::time_point deadline) {
+std::shared_ptr<Ticket> Admission::submit(std::vector<engine::ImageJob> jobs, Clock::time_point deadline,
+                                          int64_t cost_bytes) {
   const int n = static_cast<int>(jobs.size());
   std::lock_guard<std::mutex> lock(mu_);
   // A batch larger than the whole queue is still admitted into an empty one, so that --max-batch above --max-queue
@@ -29,6 +44,7 @@ std::shared_ptr<Ticket> Admission::submit(std::vector<engine::ImageJob> jobs, Cl
   if (stop_ || (queued_images_ > 0 && queued_images_ + n > options_.max_queue)) return nullptr;
   auto t = std::make_shared<Ticket>();
   t->jobs = std::move(jobs);
+  t->cost_bytes = cost_bytes;
   t->admitted = Clock::now();
   t->deadline = deadline;
   queue_.push_back(t);
@@ -101,19 +117,49 @@ int Admission::in_flight() const {
   return running_images_;
 }
 
+int64_t Admission::memory_in_flight() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return running_bytes_;
+}
+
+int64_t Admission::memory_peak() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return peak_bytes_;
+}
+
 void Admission::dispatch_loop() {
   std::unique_lock<std::mutex> lock(mu_);
+  const int64_t budget = options_.memory_budget_bytes;
+  // The ticket fits the memory budget beside the work running (any ticket fits when nothing runs).
+  auto fits = [&](const Ticket& t, int64_t more) {
+    return budget <= 0 || running_bytes_ + more == 0 || running_bytes_ + more + t.cost_bytes <= budget;
+  };
   for (;;) {
-    work_cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
+    work_cv_.wait(lock, [&] {
+      if (stop_) return true;
+      if (queue_.empty()) return false;
+      if (fits(*queue_.front(), 0) || queue_.front()->deadline <= Clock::now()) return true;
+      if (!memory_wait_counted_) {
+        memory_wait_counted_ = true;
+        metrics::inc("steadyocr_admission_memory_waits_total");
+      }
+      return false;
+    });
     if (stop_) return;
-    // Whole tickets from the front, up to batch_images images (at least one ticket); expired ones are dropped.
+    // Whole tickets from the front, up to batch_images images (at least one ticket) and the memory budget; expired
+    // ones are dropped.
     std::vector<std::shared_ptr<Ticket>> batch;
     size_t images = 0;
+    int64_t bytes = 0;
     const auto now = Clock::now();
     while (!queue_.empty()) {
       auto t = queue_.front();
-      if (!batch.empty() && images + t->jobs.size() > static_cast<size_t>(options_.batch_images)) break;
+      if (t->deadline > now) {
+        if (!batch.empty() && images + t->jobs.size() > static_cast<size_t>(options_.batch_images)) break;
+        if (!fits(*t, bytes)) break;
+      }
       queue_.pop_front();
+      memory_wait_counted_ = false;
       queued_images_ -= static_cast<int>(t->jobs.size());
       if (t->deadline <= now) {
         t->state = Ticket::State::kDropped;
@@ -123,6 +169,7 @@ void Admission::dispatch_loop() {
       t->state = Ticket::State::kRunning;
       t->started = now;
       images += t->jobs.size();
+      bytes += t->cost_bytes;
       batch.push_back(std::move(t));
     }
     done_cv_.notify_all();  // the dropped ones
@@ -133,10 +180,14 @@ void Admission::dispatch_loop() {
       for (auto& j : t->jobs) jobs.push_back(std::move(j));
     }
     running_images_ += static_cast<int>(images);
+    running_bytes_ += bytes;
+    peak_bytes_ = std::max(peak_bytes_, running_bytes_);
     lock.unlock();
     std::vector<engine::EngineOutcome> outcomes = engine_->ocr_batch(jobs);
     lock.lock();
     running_images_ -= static_cast<int>(images);
+    running_bytes_ -= bytes;
+    work_cv_.notify_all();  // a ticket waiting for memory may fit now
     size_t k = 0;
     const auto finished = Clock::now();
     for (auto& t : batch) {

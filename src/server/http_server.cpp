@@ -311,6 +311,14 @@ int serve(const ServerOptions& options, const engine::EngineOptions& engine_opti
   ao.batch_images = options.batch_images > 0       ? options.batch_images
                     : engine::is_worker_rung(rung) ? engine::worker_in_flight(engine_options, rung)
                                                    : 4;
+  if (options.admit_mem_mb > 0) {
+    ao.memory_budget_bytes = options.admit_mem_mb << 20;
+  } else if (options.admit_mem_mb == 0 && engine::is_gpu_rung(rung)) {
+    ao.memory_budget_bytes = (engine_options.gpu_mem_mb > 0 ? static_cast<int64_t>(engine_options.gpu_mem_mb) : 8192)
+                             << 20;
+  }
+  metrics::set_gauge("steadyocr_admission_memory_bytes", {{"state", "budget"}},
+                     static_cast<double>(ao.memory_budget_bytes));
   service.set_engine(engine);
   service.start_admission(ao);
   service.readiness().start(engine);

@@ -257,7 +257,8 @@ Refusal parse_query_options(const std::multimap<std::string, std::string>& param
   return options_from(options, models, out);
 }
 
-Refusal check_image(const uint8_t* data, size_t size, const pipeline::DecodeLimits& limits) {
+Refusal check_image(const uint8_t* data, size_t size, const pipeline::DecodeLimits& limits,
+                    pipeline::ImageHeader* header_out) {
   if (size == 0) return api_error("MISSING_IMAGE", "the image is empty (0 bytes)", "send the image file's bytes");
   auto header = pipeline::parse_image_header(data, size);
   if (!header.is_ok()) {
@@ -286,6 +287,7 @@ Refusal check_image(const uint8_t* data, size_t size, const pipeline::DecodeLimi
   }
   Status complete = pipeline::check_image_complete(h, data, size);
   if (!complete.is_ok()) return api_error("IMAGE_TRUNCATED", complete.message(), "send the complete file");
+  if (header_out) *header_out = h;
   return std::nullopt;
 }
 

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "pipeline/image_decode.h"
+#include "pipeline/image_header.h"
 #include "pipeline/pipeline.h"
 #include "server/errors.h"
 
@@ -44,7 +45,8 @@ const std::vector<std::string>& option_names();
 // Checks an image from its header before anything is decoded: a format steadyocr reads, sides and pixels within
 // `limits`, the file complete. 422 codes (UNSUPPORTED_IMAGE_FORMAT, IMAGE_TOO_LARGE, IMAGE_TOO_MANY_PIXELS,
 // IMAGE_TRUNCATED); an empty image is MISSING_IMAGE.
-Refusal check_image(const uint8_t* data, size_t size, const pipeline::DecodeLimits& limits);
+Refusal check_image(const uint8_t* data, size_t size, const pipeline::DecodeLimits& limits,
+                    pipeline::ImageHeader* header_out = nullptr);
 
 struct BodyPart {
   std::string name;  // the form field

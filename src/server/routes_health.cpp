@@ -31,6 +31,8 @@ void add_health_routes(httplib::Server& http, OcrService& s) {
     if (auto* a = s.admission()) {
       live.queue_depth = a->queue_depth();
       live.in_flight = a->in_flight();
+      live.memory_in_flight = a->memory_in_flight();
+      live.memory_peak = a->memory_peak();
     }
     live.http_active = s.http_active().load();
     live.ready = s.readiness().ready();

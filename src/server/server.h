@@ -15,13 +15,16 @@ struct ServerOptions {
   int max_queue = 64;       // images admitted and waiting for the engine; beyond: 503 SERVER_BUSY
   int deadline_ms = 30000;  // per request, from admission to result; past it 504 (queued work is dropped)
   int max_body_mb = 32;
-  int max_batch = 16;            // images per /v1/ocr/batch or OIP request
-  int drain_s = 30;              // SIGTERM: in-flight requests may finish this long
-  int read_timeout_s = 5;        // one read of a request may stall this long
-  int body_timeout_s = 60;       // a whole body must arrive within this
-  int http_threads = 256;        // connections served at once (threads start as needed)
-  int concurrency = 2;           // engine calls in flight at once
-  int batch_images = 0;          // images per engine call (0: by rung: a worker rung's in-flight count, else 4)
+  int max_batch = 16;       // images per /v1/ocr/batch or OIP request
+  int drain_s = 30;         // SIGTERM: in-flight requests may finish this long
+  int read_timeout_s = 5;   // one read of a request may stall this long
+  int body_timeout_s = 60;  // a whole body must arrive within this
+  int http_threads = 256;   // connections served at once (threads start as needed)
+  int concurrency = 2;      // engine calls in flight at once
+  int batch_images = 0;     // images per engine call (0: by rung: a worker rung's in-flight count, else 4)
+  // Predicted working memory of the images in engine calls at once, MB (0: --gpu-mem on GPU rungs when given, else
+  // 8192 on GPU rungs; none on CPU rungs; -1: none). Large pages wait for room instead of running out of memory.
+  int64_t admit_mem_mb = 0;
   int probe_interval_ms = 2000;  // readiness probe when idle this long
   int ready_max_age_ms = 10000;  // ready only when a real inference succeeded within this
   bool log_json = true;          // one JSON object per log line

@@ -93,6 +93,9 @@ void record_stages(const pipeline::StageTimes& t, double queue_ms) {
 void refresh_live_metrics(const engine::OcrEngine* engine, const LiveFigures& live) {
   metrics::set_gauge("steadyocr_queue_depth", {}, live.queue_depth);
   metrics::set_gauge("steadyocr_in_flight", {}, live.in_flight);
+  metrics::set_gauge("steadyocr_admission_memory_bytes", {{"state", "in_flight"}},
+                     static_cast<double>(live.memory_in_flight));
+  metrics::set_gauge("steadyocr_admission_memory_bytes", {{"state", "peak"}}, static_cast<double>(live.memory_peak));
   metrics::set_gauge("steadyocr_http_active_requests", {}, live.http_active);
   metrics::set_gauge("steadyocr_ready", {}, live.ready ? 1 : 0);
   metrics::set_gauge("steadyocr_draining", {}, live.draining ? 1 : 0);

@@ -22,8 +22,10 @@ void record_stages(const pipeline::StageTimes& t, double queue_ms);
 // Gauges and mirrored counters read at scrape time: queue depth, in flight, the rung in use, worker restarts.
 struct LiveFigures {
   int queue_depth = 0;
-  int in_flight = 0;    // images inside engine calls
-  int http_active = 0;  // requests being handled
+  int in_flight = 0;             // images inside engine calls
+  int64_t memory_in_flight = 0;  // their predicted working memory
+  int64_t memory_peak = 0;       // the most it has been
+  int http_active = 0;           // requests being handled
   bool ready = false;
   bool draining = false;
 };

@@ -154,9 +154,12 @@ Refusal OcrService::run(std::vector<ImageInput>& inputs, std::vector<ImageRun>* 
   runs->assign(inputs.size(), ImageRun{});
   std::vector<engine::ImageJob> jobs;
   std::vector<size_t> index;
+  int64_t cost = 0;
   for (size_t i = 0; i < inputs.size(); ++i) {
     ImageInput& in = inputs[i];
-    if (!in.error) in.error = check_image(in.bytes.data(), in.bytes.size(), engine_options_.limits);
+    pipeline::ImageHeader header;
+    if (!in.error) in.error = check_image(in.bytes.data(), in.bytes.size(), engine_options_.limits, &header);
+    if (!in.error) cost += predicted_image_bytes(header.width, header.height, engine_options_.pipeline.det_limit_side);
     if (in.error) {
       (*runs)[i].error = in.error;
       continue;
@@ -172,7 +175,7 @@ Refusal OcrService::run(std::vector<ImageInput>& inputs, std::vector<ImageRun>* 
   if (jobs.empty()) return std::nullopt;
   if (auto refusal = refuse_unless_serving()) return refusal;
   const auto deadline = Clock::now() + std::chrono::milliseconds(options_.deadline_ms);
-  std::shared_ptr<Ticket> ticket = admission_->submit(std::move(jobs), deadline);
+  std::shared_ptr<Ticket> ticket = admission_->submit(std::move(jobs), deadline, cost);
   if (!ticket) {
     ApiError e = api_error("SERVER_BUSY",
                            "the queue is full (" + std::to_string(admission_->queue_depth()) + " of " +

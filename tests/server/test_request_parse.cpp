@@ -6,6 +6,7 @@
 #include <set>
 #include <sstream>
 
+#include "server/admission.h"
 #include "server/errors.h"
 #include "server/request_parse.h"
 #include "test_util.h"
@@ -179,6 +180,17 @@ TEST(Bodies, BatchSlotsCarryTheirOwnErrors) {
       parse_batch({"multipart/form-data; boundary=b", "", {{"file", "1.png", "", png}, {"file", "2.png", "", png}}, {}},
                   m, 4, &form));
   EXPECT_EQ(form.size(), 2u);
+}
+
+TEST(AdmissionMemory, PredictedBytesFollowTheDetectorInput) {
+  const int64_t rec = 64ll << 20;
+  // 1000 x 2000 is read at 480 x 960 (longer side 960), 150 bytes a detector pixel.
+  EXPECT_EQ(predicted_image_bytes(1000, 2000, 960), 480 * 960 * 150 + rec);
+  // Small pictures are not enlarged; sides round up to 32.
+  EXPECT_EQ(predicted_image_bytes(100, 50, 960), 128 * 64 * 150 + rec);
+  // A huge page costs what its resized input costs, not its pixels.
+  EXPECT_EQ(predicted_image_bytes(20000, 20000, 960), predicted_image_bytes(960, 960, 960));
+  EXPECT_GT(predicted_image_bytes(960, 960, 1920), predicted_image_bytes(960, 960, 960) - 1);
 }
 
 TEST(ImageChecks, HeaderLimitsAndTruncationBeforeDecoding) {

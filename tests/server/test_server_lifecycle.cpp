@@ -10,6 +10,8 @@
 #include <sstream>
 #include <thread>
 
+#include "pipeline/image_header.h"
+#include "server/admission.h"
 #include "server/server_process.h"
 #include "test_util.h"
 
@@ -121,6 +123,42 @@ TEST_F(ServerLifecycle, OverloadIsRefusedFastWithRetryAfter) {
   auto m = s.client().Get("/metrics");
   ASSERT_TRUE(m);
   EXPECT_GT(metric(m->body, R"(steadyocr_http_requests_total{route="/v1/ocr",status="503",outcome="SERVER_BUSY"})"), 0);
+  EXPECT_EQ(s.signal_and_wait(SIGTERM, 30), 0);
+}
+
+// Admission by predicted memory: with room for two pages' working memory, six engine slots never take a third; the
+// rest wait in the queue (not refused) and every request is read.
+TEST_F(ServerLifecycle, LargePagesWaitForMemoryInsteadOfRunningTogether) {
+  const std::string doc = data("engine/doc_0003.jpg");
+  auto header = pipeline::parse_image_header(reinterpret_cast<const uint8_t*>(doc.data()), doc.size());
+  ASSERT_TRUE(header.is_ok());
+  const int64_t one = server::predicted_image_bytes(header->width, header->height, 960);
+  const int64_t budget_mb = (2 * one + (1 << 20) - 1) >> 20;  // two pages fit, three do not
+  ASSERT_LT(2 * one, budget_mb << 20);
+  ASSERT_GT(3 * one, budget_mb << 20);
+  ServerProcess s({"--backend", "cpu", "--threads", "2", "--concurrency", "6", "--batch-images", "1", "--admit-mem-mb",
+                   std::to_string(budget_mb)});
+  ASSERT_TRUE(s.started() && s.wait_ready()) << s.log();
+  std::vector<int> status(12, 0);
+  std::vector<std::thread> clients;
+  for (size_t k = 0; k < status.size(); ++k) {
+    clients.emplace_back([&, k] {
+      auto c = s.client();
+      c.set_read_timeout(120, 0);
+      auto r = c.Post("/v1/ocr", doc, "image/jpeg");
+      status[k] = r ? r->status : -1;
+    });
+  }
+  for (auto& th : clients) th.join();
+  for (int st : status) EXPECT_EQ(st, 200);
+  auto m = s.client().Get("/metrics");
+  ASSERT_TRUE(m);
+  EXPECT_EQ(metric(m->body, R"(steadyocr_admission_memory_bytes{state="budget"})"),
+            static_cast<double>(budget_mb << 20));
+  const double peak = metric(m->body, R"(steadyocr_admission_memory_bytes{state="peak"})");
+  EXPECT_GE(peak, static_cast<double>(one));  // the probe's tiny line costs less than a page
+  EXPECT_LE(peak, static_cast<double>(budget_mb << 20));
+  EXPECT_GT(metric(m->body, "steadyocr_admission_memory_waits_total"), 0);
   EXPECT_EQ(s.signal_and_wait(SIGTERM, 30), 0);
 }
 
