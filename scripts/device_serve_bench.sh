@@ -9,7 +9,8 @@
 #   scripts/slim_bundle.py .devbundle build/steadyocr build/libsteadyocr_cuda.so /usr/bin/hey -- models \
 #       ../shared/data/synth-dev ../shared/tools/peers
 # then with carry [".devbundle"]:  scripts/device_serve_bench.sh
-#   env: LEVELS="1 8 32 128" DURATION=20 (s per level) PEERS=1 FAULTS=1 SERVE_ARGS="" BENCH=1
+#   env: LEVELS="1 8 32 128" DURATION=20 (s per level) PEERS=1 FAULTS=1 SERVE_ARGS="" BENCH=1 BATCH_SLOTS="16"
+#   ARENA=1 (the detector's arena per input pixel, from the CUDA backend's debug log)
 # Also runs here on the 2-core machine without a bundle: BUNDLE=none LEVELS="1 4 16" PEERS=0 FAULTS=0
 #   SERVE_ARGS="--backend cpu" (uses build/steadyocr, models/ and ../shared/data).
 set -uo pipefail
@@ -19,6 +20,8 @@ DURATION=${DURATION:-20}
 PEERS=${PEERS:-1}
 FAULTS=${FAULTS:-1}
 BENCH=${BENCH:-1}
+BATCH_SLOTS=${BATCH_SLOTS:-"16"}
+ARENA=${ARENA:-1}
 SERVE_ARGS=${SERVE_ARGS:-}
 SET=${SET:-synth-dev}
 OUT=${OUT:-/tmp/serve_bench_out}
@@ -62,6 +65,26 @@ if [ "$BENCH" = 1 ]; then
     >"$R/bench_nobatch.txt" 2>"$R/bench_nobatch.log"
   echo "bench --no-cross-batch exit $?:" | tee -a "$S"
   grep -E "images/s|img/s|rung|backend" "$R/bench_nobatch.txt" | head -8 | sed 's/^/    /' | tee -a "$S"
+  for slots in $BATCH_SLOTS; do
+    # shellcheck disable=SC2086
+    $RUN "$SO" bench "$DATA" --models "$MODELS" $SERVE_ARGS --batch-slots "$slots" --warmup 1 --repeat 3 \
+      >"$R/bench_slots$slots.txt" 2>"$R/bench_slots$slots.log"
+    echo "bench --batch-slots $slots exit $?:" | tee -a "$S"
+    grep -E "images/s" "$R/bench_slots$slots.txt" | head -2 | sed 's/^/    /' | tee -a "$S"
+  done
+fi
+
+if [ "$ARENA" = 1 ]; then
+  # The detector's working memory per input pixel (admission by memory, server/admission.cpp): the arena of each
+  # detector shape the CUDA backend plans, from its debug log.
+  $RUN "$SO" --log-level debug ocr "${IMAGES[@]:0:6}" --models "$MODELS" --backend cuda-fp32 --format json \
+    -o "$R/arena.json" >"$R/arena.log" 2>&1
+  $RUN "$SO" --log-level debug ocr "${IMAGES[@]:0:6}" --models "$MODELS" --backend cuda-fp16 --format json \
+    -o "$R/arena16.json" >>"$R/arena.log" 2>&1
+  echo "detector arenas (planned det shapes):" | tee -a "$S"
+  grep -E "planned det" "$R/arena.log" | sed -E 's/.*(cuda-fp[0-9]+): planned det for \[([0-9,]+)\].*\(([0-9]+) KiB arena\).*/\1 \2 \3/' |
+    awk '{split($2, d, ","); px = d[3] * d[4]; printf "    %s det [%s]: %d KiB arena, %.0f bytes per input pixel\n", $1, $2, $3, $3 * 1024 / px}' |
+    sort -u | head -16 | tee -a "$S"
 fi
 
 pid=""
@@ -169,8 +192,9 @@ if [ "$FAULTS" = 1 ]; then
   metric 'steadyocr_worker_(restarts|losses|jobs_retried)_total|steadyocr_jobs_retried_total|steadyocr_http_requests_total\{route="/v1/ocr"'
   metric 'steadyocr_worker_(restarts|losses|jobs_retried)_total' >>"$S"
   stop_server
-  # A device that keeps faulting: every worker of the top rung dies at its 40th det call (a real illegal address).
-  FAULT='illegal_address@det:40!' start_server sticky --probe-interval-ms 500
+  # A device that faults for 25 s, then heals: every worker of the top rung dies at its 2nd det call (a real
+  # illegal address) until then; the engine steps down to the next rung, the re-probe climbs back once it heals.
+  FAULT='illegal_address@det:2!~25' start_server sticky --probe-interval-ms 500
   load sticky 32 40 &
   loader=$!
   : >"$R/sticky_rungs.txt"

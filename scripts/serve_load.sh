@@ -14,7 +14,8 @@ duration=${DURATION:-30}
 out=${OUT_DIR:-/tmp/serve_load}
 serve_args=${SERVE_ARGS:---backend cpu}
 mkdir -p "$out"
-command -v hey >/dev/null || { echo "hey not found: apt-get install -y --no-install-recommends hey"; exit 2; }
+# 77: skipped (ctest's SKIP_RETURN_CODE), with the reason.
+command -v hey >/dev/null || { echo "skipped: hey not found (apt-get install -y --no-install-recommends hey)"; exit 77; }
 
 # shellcheck disable=SC2086
 "$build/steadyocr" serve --port 0 --models models $serve_args --max-queue 4 --deadline-ms 30000 \
@@ -103,3 +104,4 @@ print("PASS" if not fails else "FAIL: " + "; ".join(fails))
 EOF
 tee -a "$out/summary.txt" <"$out/probe.txt"
 echo "$metrics" | grep -E '^steadyocr_(http_requests_total|queue_depth|deadline_dropped_total)' | tee -a "$out/summary.txt"
+grep -q '^PASS' "$out/summary.txt"

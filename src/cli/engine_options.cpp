@@ -80,8 +80,8 @@ void add_engine_flags(CLI::App* app, EngineArgs* args) {
                 "Do not stack model calls of images read at once (batching across images and requests; see "
                 "docs/DESIGN.md); for measuring what it gives");
   app->add_option("--batch-slots", args->batch_slots,
-                  "Model calls of one input shape in flight before further ones are stacked into one call (0: the "
-                  "plan instances per shape on GPUs, 1 on the CPU)")
+                  "Model calls of one input shape in flight before further ones are stacked into one call (0: four "
+                  "per plan instance on GPUs, 1 on the CPU)")
       ->check(CLI::Range(0, 1024))
       ->capture_default_str();
   app->add_option("--max-side", args->max_side, "Refuse images with a longer side (checked before decoding)")

@@ -68,7 +68,7 @@ struct PipelineOptions {
     int det_images = 4;  // pictures of one detector input shape per call
     int rec_rows = 0;    // crops per recognition call (0: rec.merge_rows when set, else 8 * rec.batch)
     int cls_rows = 0;    // crops per classifier call (0: 8 * cls.batch)
-    int slots = 0;       // calls of one shape in flight (0: plan_instances on kDevice, 1 on the host)
+    int slots = 0;       // calls of one shape in flight (0: 4 * plan_instances on kDevice, 1 on the host)
   } batching;
 };
 

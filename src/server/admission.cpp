@@ -12,10 +12,10 @@ double Ticket::queue_ms() const {
 }
 
 int64_t predicted_image_bytes(int64_t width, int64_t height, int det_limit_side) {
-  // Measured on the H200 (docs/SERVING.md, "Admission by memory"): the CUDA plan of PP-OCRv4 det needs about this
-  // many bytes of activations per input pixel (arena of one prepared instance), and a page's recognition calls stay
-  // under a fixed share.
-  constexpr int64_t kDetBytesPerPixel = 150;
+  // Measured on the H200 (docs/BENCHMARKS.md, "steadyocr serve"): the arena of one prepared instance of PP-OCRv4 det
+  // is 88-89 bytes per input pixel on cuda-fp16 and 96-98 on cuda-fp32 (six page sizes); a page's recognition calls
+  // stay under a fixed share.
+  constexpr int64_t kDetBytesPerPixel = 100;
   constexpr int64_t kRecBytes = 64ll << 20;
   if (width <= 0 || height <= 0) return kRecBytes;
   double scale = 1.0;

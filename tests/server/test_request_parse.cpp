@@ -184,10 +184,10 @@ TEST(Bodies, BatchSlotsCarryTheirOwnErrors) {
 
 TEST(AdmissionMemory, PredictedBytesFollowTheDetectorInput) {
   const int64_t rec = 64ll << 20;
-  // 1000 x 2000 is read at 480 x 960 (longer side 960), 150 bytes a detector pixel.
-  EXPECT_EQ(predicted_image_bytes(1000, 2000, 960), 480 * 960 * 150 + rec);
+  // 1000 x 2000 is read at 480 x 960 (longer side 960), 100 bytes a detector pixel.
+  EXPECT_EQ(predicted_image_bytes(1000, 2000, 960), 480 * 960 * 100 + rec);
   // Small pictures are not enlarged; sides round up to 32.
-  EXPECT_EQ(predicted_image_bytes(100, 50, 960), 128 * 64 * 150 + rec);
+  EXPECT_EQ(predicted_image_bytes(100, 50, 960), 128 * 64 * 100 + rec);
   // A huge page costs what its resized input costs, not its pixels.
   EXPECT_EQ(predicted_image_bytes(20000, 20000, 960), predicted_image_bytes(960, 960, 960));
   EXPECT_GT(predicted_image_bytes(960, 960, 1920), predicted_image_bytes(960, 960, 960) - 1);
