@@ -56,6 +56,11 @@ mapfile -t IMAGES < <(ls "$DATA"/*.jpg | sort)
 } | tee "$S"
 
 if [ "$BENCH" = 1 ]; then
+  # A first process on the machine runs slower (seen: every first bench of a run 5-10 % below the next ones): one
+  # untimed bench first, so that the variants compare fairly.
+  # shellcheck disable=SC2086
+  $RUN "$SO" bench "$DATA" --models "$MODELS" $SERVE_ARGS --warmup 1 --repeat 1 >"$R/bench_first.txt" 2>&1
+  echo "bench (first process, not compared): $(grep -E 'images/s' "$R/bench_first.txt" | head -1)" | tee -a "$S"
   # shellcheck disable=SC2086
   $RUN "$SO" bench "$DATA" --models "$MODELS" $SERVE_ARGS --warmup 1 --repeat 3 >"$R/bench.txt" 2>"$R/bench.log"
   echo "bench (batching across images on) exit $?:" | tee -a "$S"

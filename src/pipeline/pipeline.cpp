@@ -122,9 +122,9 @@ Pipeline::Pipeline(std::shared_ptr<runtime::Runner> det, std::shared_ptr<runtime
     : det_(std::move(det)), options_(options) {
   const PipelineOptions::Batching& b = options_.batching;
   if (b.enabled) {
-    // Device: four calls per plan instance of a shape (measured on the H200, bench on synth-dev in one run: slots of
-    // one per instance 90.3 images/s, stacking off 96.7, four per instance 100.3: a call queued on the device's
-    // streams costs less than one held back to be stacked). Host: one (each call uses every core).
+    // Device: four calls per plan instance of a shape (the device's streams take calls beyond the instances; on the
+    // H200 bench was 84.0 / 85.0 / 83.3 images/s with four per instance / stacking off / one per instance, within
+    // noise: docs/BENCHMARKS.md). Host: one (each call uses every core; further calls of that shape would wait).
     const int slots = b.slots > 0                                       ? b.slots
                       : options_.execution == ExecutionProfile::kDevice ? 4 * std::max(1, options_.plan_instances)
                                                                         : 1;
