@@ -174,15 +174,23 @@ TEST(ServerBatching, ConcurrentRequestsShareModelCallsAndReadWhatTheCliReads) {
   ServerProcess server({"--backend", "cpu", "--threads", "2", "--concurrency", "6", "--batch-images", "1"});
   ASSERT_TRUE(server.started()) << server.log();
   ASSERT_TRUE(server.wait_ready()) << server.log();
-  const std::vector<std::string> files = {"engine/doc_0000.jpg",       "engine/doc_0001.jpg",
-                                          "engine/doc_0002.jpg",       "engine/doc_0003.jpg",
-                                          "ocr/docs/s31_doc_0000.jpg", "ocr/docs/s32r4_doc_0002.jpg"};
+  // Every readable test image of the repository (pages, the decode formats, the README's sample), sent as JSON
+  // base64 (the format found from the bytes).
+  const std::vector<std::string> files = {
+      "engine/doc_0000.jpg",          "engine/doc_0001.jpg",         "engine/doc_0002.jpg",
+      "engine/doc_0003.jpg",          "ocr/docs/s31_doc_0000.jpg",   "ocr/docs/s32r4_doc_0002.jpg",
+      "ocr/decode/line.jpg",          "ocr/decode/line.bmp",         "ocr/decode/line.tif",
+      "ocr/decode/line.webp",         "ocr/decode/line_exif6.jpg",   "ocr/decode/line_gray.png",
+      "ocr/decode/line_gray16.png",   "ocr/decode/line_palette.png", "ocr/decode/rgba_dark_text.png",
+      "ocr/decode/probe_exif6.jpg",   "ocr/decode/probe_exif6.png",  "ocr/decode/probe_exif6.tif",
+      "../../examples/sample_doc.jpg"};
   std::string paths;
   for (const auto& f : files) paths += " " + testing::source_dir() + "/tests/data/" + f;
   testing::CliRun cli =
       testing::run_steadyocr("ocr --quiet --backend cpu --threads 2 --models " + testing::models_dir() + paths);
   ASSERT_EQ(cli.code, 0) << cli.err;
   json want = json::parse(cli.out);
+  ASSERT_EQ(want.size(), files.size()) << cli.out;
   constexpr int kCopies = 3;  // consecutive copies of a file: images of one shape in flight together
   std::vector<json> got(files.size() * kCopies);
   std::vector<int> status(got.size(), 0);
@@ -191,7 +199,7 @@ TEST(ServerBatching, ConcurrentRequestsShareModelCallsAndReadWhatTheCliReads) {
     clients.emplace_back([&, i] {
       auto c = server.client();
       c.set_read_timeout(120, 0);
-      auto r = c.Post("/v1/ocr", data(files[i / kCopies]), "image/jpeg");
+      auto r = c.Post("/v1/ocr", json{{"image", b64(data(files[i / kCopies]))}}.dump(), "application/json");
       if (!r) return;
       status[i] = r->status;
       got[i] = body_json(r);
