@@ -72,6 +72,7 @@ Tensor rows_of(int caller, int64_t rows, int64_t width) {
 }
 
 struct Call {
+  Call(int c, int64_t r, int64_t w) : caller(c), rows(r), width(w) {}
   int caller;
   int64_t rows, width;
   Result<Tensor> out = Status(StatusCode::kInternal, "not run");
