@@ -16,6 +16,7 @@ serve_args=${SERVE_ARGS:---backend cpu}
 mkdir -p "$out"
 # 77: skipped (ctest's SKIP_RETURN_CODE), with the reason.
 command -v hey >/dev/null || { echo "skipped: hey not found (apt-get install -y --no-install-recommends hey)"; exit 77; }
+command -v curl >/dev/null || { echo "curl not found: apt-get install -y --no-install-recommends curl"; exit 2; }
 
 # shellcheck disable=SC2086
 "$build/steadyocr" serve --port 0 --models models $serve_args --max-queue 4 --deadline-ms 30000 \
