@@ -55,7 +55,7 @@ int main(int argc, char** argv) {
   for (int i = first_image; i < argc; ++i) {
     steadyocr_result* result = steadyocr_read_file(engine, argv[i], &err);
     if (!result) {
-      print_error(argv[i], err);
+      print_error("cannot read", err);
       err = NULL;
       failed = 1;
       continue;

@@ -124,9 +124,8 @@ class OCR:
 
     def __init__(self, models="models", *, backend="auto", require_gpu=False, cls=False, det_only=False,
                  rec_only=False, threads=0, drop_score=0.5, **options):
-        opts = {"models": _os.fspath(models), "backend": backend, "require_gpu": bool(require_gpu), "cls": bool(cls),
-                "det_only": bool(det_only), "rec_only": bool(rec_only), "threads": threads,
-                "drop_score": drop_score}
+        opts = {"models": _os.fspath(models), "backend": backend, "require_gpu": require_gpu, "cls": cls,
+                "det_only": det_only, "rec_only": rec_only, "threads": threads, "drop_score": drop_score}
         for key, value in options.items():
             opts[key] = _os.fspath(value) if isinstance(value, _os.PathLike) else value
         self._engine = _native.Engine(_json.dumps(opts))

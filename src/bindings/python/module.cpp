@@ -87,13 +87,15 @@ class Engine {
       py::gil_scoped_release release;
       std::vector<engine::ImageJob> jobs;
       std::vector<std::string> job_labels;
-      std::vector<size_t> slot;
       const pipeline::DecodeLimits& limits = session_->options().limits;
-      for (size_t i = 0; i < inputs.size() && !first; ++i) {
+      // Inputs are prepared in order up to the first that cannot be (a missing file, an array that cannot be
+      // encoded); the engine reads those before it, so that the error raised is the first input's that failed.
+      std::optional<Error> unprepared;
+      for (size_t i = 0; i < inputs.size(); ++i) {
         Result<std::vector<uint8_t>> bytes = to_bytes(inputs[i], rgb, limits);
         if (!bytes.is_ok()) {
-          first = error_from_status(bytes.status(), ErrorKind::kImage, labels[i]);
-          first->message = labels[i] + ": " + bytes.status().message();
+          unprepared = error_from_status(bytes.status(), ErrorKind::kImage, labels[i]);
+          unprepared->message = labels[i] + ": " + bytes.status().message();
           break;
         }
         engine::ImageJob job;
@@ -101,16 +103,14 @@ class Engine {
         job.bytes = std::move(*bytes);
         jobs.push_back(std::move(job));
         job_labels.push_back(labels[i]);
-        slot.push_back(i);
       }
-      if (!first) {
-        std::vector<Read> reads = session_->read(jobs, job_labels);
-        for (size_t k = 0; k < reads.size(); ++k) {
-          if (reads[k].error && !first) first = reads[k].error;
-          auto source = std::make_shared<const std::vector<uint8_t>>(std::move(jobs[k].bytes));
-          out[slot[k]] = std::make_shared<Outcome>(Outcome{std::move(reads[k]), std::move(source), limits});
-        }
+      std::vector<Read> reads = session_->read(jobs, job_labels);
+      for (size_t k = 0; k < reads.size(); ++k) {
+        if (reads[k].error && !first) first = reads[k].error;
+        auto source = std::make_shared<const std::vector<uint8_t>>(std::move(jobs[k].bytes));
+        out[k] = std::make_shared<Outcome>(Outcome{std::move(reads[k]), std::move(source), limits});
       }
+      if (!first) first = unprepared;
     }
     if (first) raise(*first);
     return out;
