@@ -72,3 +72,22 @@ def test_info(ocr):
     assert isinstance(info["events"], list)
     # Every step down the ladder stands in the result too, with its finding.
     assert [e["reason"] for e in info["events"] if not e["climb"]] == [e["reason"] for e in result.fallbacks]
+
+
+def test_draw_is_the_cli_vis(ocr, tmp_path):
+    # A PNG input gets a PNG visualisation from `--vis` (lossless): the drawing must be the same, pixel for pixel.
+    import subprocess
+
+    import cv2
+
+    from conftest import BIN, MODELS
+
+    page = tmp_path / "page.png"
+    assert cv2.imwrite(str(page), cv2.imread(str(IMAGES[1])))
+    subprocess.run([str(BIN), "ocr", "--quiet", "--models", str(MODELS), "--vis", str(tmp_path / "vis"), str(page)],
+                   check=True, capture_output=True)
+    want = cv2.imread(str(tmp_path / "vis" / "page.png"))
+    assert want is not None
+    got = ocr(str(page)).draw()
+    assert got.shape == want.shape
+    assert np.array_equal(got, want)
