@@ -37,9 +37,9 @@ void add_child_result(int level, const std::string& check, const ChildCheckResul
 }
 
 // Runs one check in a child; `hang_code` is the finding when the watchdog has to kill it.
-void run_in_child(int level, const std::string& check, const nlohmann::json& args, int timeout_ms,
-                  const char* hang_code, std::vector<CheckResult>* out) {
-  std::string exe = self_executable();
+void run_in_child(const DeviceCheckOptions& o, int level, const std::string& check, const nlohmann::json& args,
+                  int timeout_ms, const char* hang_code, std::vector<CheckResult>* out) {
+  std::string exe = o.executable.empty() ? self_executable() : o.executable;
   ChildResult cr = run_child({exe, "doctor", "--internal-check", check, "--internal-args", args.dump()}, timeout_ms);
   nlohmann::json ev = {{"check", check}, {"deadline_ms", timeout_ms}, {"stderr_tail", tail(cr.err, 600)}};
   if (!cr.started) {
@@ -102,7 +102,7 @@ std::vector<CheckResult> run_layer3(const DeviceCheckOptions& o) {
   std::vector<CheckResult> out;
   nlohmann::json args = base_args(o);
   for (const char* check : {"kernel_image", "cudnn_conv", "backend_ops", "fp16", "backend_fp16"})
-    if (selected(o, 3, check, &out)) run_in_child(3, check, args, o.check_timeout_ms, "L3_KERNEL_HANG", &out);
+    if (selected(o, 3, check, &out)) run_in_child(o, 3, check, args, o.check_timeout_ms, "L3_KERNEL_HANG", &out);
   if (!selected(o, 3, "model_convs", &out)) return out;
   if (o.models_dir.empty()) {
     CheckResult r = skipped(3, "model_convs", "DOCTOR_NO_MODELS", "not run: no --models DIR given");
@@ -111,7 +111,7 @@ std::vector<CheckResult> run_layer3(const DeviceCheckOptions& o) {
   } else {
     nlohmann::json margs = args;
     margs["time_budget_ms"] = std::max(10000, o.check_timeout_ms * 3 / 2);
-    run_in_child(3, "model_convs", margs, o.check_timeout_ms * 3, "L3_KERNEL_HANG", &out);
+    run_in_child(o, 3, "model_convs", margs, o.check_timeout_ms * 3, "L3_KERNEL_HANG", &out);
   }
   return out;
 }
@@ -124,13 +124,13 @@ std::vector<CheckResult> run_layer4(const DeviceCheckOptions& o) {
   args["deadline_ms"] = o.watchdog_ms;
   // The check's own watchdog reports a hang with details; the child deadline is the backstop.
   if (selected(o, 4, "streams", &out))
-    run_in_child(4, "streams", args, o.watchdog_ms + std::min(30000, o.check_timeout_ms), "L4_STREAM_HANG", &out);
+    run_in_child(o, 4, "streams", args, o.watchdog_ms + std::min(30000, o.check_timeout_ms), "L4_STREAM_HANG", &out);
   if (selected(o, 4, "backend_workers", &out))
-    run_in_child(4, "backend_workers", args, o.watchdog_ms + o.check_timeout_ms, "L4_STREAM_HANG", &out);
-  if (selected(o, 4, "memory", &out)) run_in_child(4, "memory", args, o.check_timeout_ms, "L4_STREAM_HANG", &out);
+    run_in_child(o, 4, "backend_workers", args, o.watchdog_ms + o.check_timeout_ms, "L4_STREAM_HANG", &out);
+  if (selected(o, 4, "memory", &out)) run_in_child(o, 4, "memory", args, o.check_timeout_ms, "L4_STREAM_HANG", &out);
   nlohmann::json budget = args;
   budget["bytes"] = static_cast<int64_t>(o.gpu_mem_budget_mb) << 20;
-  if (selected(o, 4, "budget", &out)) run_in_child(4, "budget", budget, o.check_timeout_ms, "L4_STREAM_HANG", &out);
+  if (selected(o, 4, "budget", &out)) run_in_child(o, 4, "budget", budget, o.check_timeout_ms, "L4_STREAM_HANG", &out);
   return out;
 }
 

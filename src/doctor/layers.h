@@ -48,6 +48,9 @@ struct DeviceCheckOptions {
   int watchdog_ms = 15000;       // layer 4: how long concurrent workers may take before it is a hang
   int det_size = 640;            // det input side used to specialise the det model for its conv shapes
   std::set<std::string> only;    // non-empty: run only these layer 3-4 checks (the others are reported skipped)
+  // The steadyocr binary whose `doctor --internal-check` runs each check (empty: this process's own executable; the
+  // Python module and the C library, which live in another program, name it).
+  std::string executable;
 };
 std::vector<CheckResult> run_layer3(const DeviceCheckOptions& options);
 std::vector<CheckResult> run_layer4(const DeviceCheckOptions& options);

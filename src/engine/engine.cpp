@@ -76,9 +76,12 @@ Result<std::unique_ptr<OcrEngine>> OcrEngine::create(const EngineOptions& option
     std::string why;
     for (auto& [r, f] : ruled_out)
       why += "\n  " + r + ": " + f.code + " — " + f.detail + (f.fix.empty() ? "" : " (fix: " + f.fix + ")");
+    // The finding of the last rung ruled out (the bottom of the ladder: what stopped the last way out) travels with
+    // the status, for callers that sort errors by finding (the bindings: LOAD_FAILED is a model error).
     return unavailable(
-        std::string(options.require_gpu ? "--require-gpu: no GPU backend can serve" : "no backend can serve") + ":" +
-        why);
+               std::string(options.require_gpu ? "--require-gpu: no GPU backend can serve" : "no backend can serve") +
+               ":" + why)
+        .with_finding(ruled_out.back().second);
   }
   e->ladder_.mark_healthy(serving);
   for (auto& [r, f] : ruled_out) e->ladder_.mark_failed(r, f);
