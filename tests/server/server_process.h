@@ -22,6 +22,7 @@
 #include <thread>
 #include <vector>
 
+#include "server/request_parse.h"
 #include "test_util.h"
 
 namespace steadyocr::testing {
@@ -205,6 +206,15 @@ inline std::string raw_exchange(int port, const std::string& bytes, double timeo
   }
   ::close(fd);
   return got;
+}
+
+// A file under tests/data/, whole.
+inline std::string test_data(const std::string& rel) {
+  return read_file(source_dir() + "/tests/data/" + rel);
+}
+// `bytes` in base64 (the JSON and OIP bodies).
+inline std::string base64_of(const std::string& bytes) {
+  return server::encode_base64(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
 }
 
 inline nlohmann::json body_json(const httplib::Result& r) {

@@ -25,7 +25,7 @@ using testing::ServerProcess;
 using Steady = std::chrono::steady_clock;
 
 std::string data(const std::string& rel) {
-  return read_file(testing::source_dir() + "/tests/data/" + rel);
+  return testing::test_data(rel);
 }
 double ms_since(Steady::time_point t) {
   return std::chrono::duration<double, std::milli>(Steady::now() - t).count();

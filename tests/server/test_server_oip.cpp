@@ -16,10 +16,10 @@ using testing::read_file;
 using testing::ServerProcess;
 
 std::string data(const std::string& rel) {
-  return read_file(testing::source_dir() + "/tests/data/" + rel);
+  return testing::test_data(rel);
 }
 std::string b64(const std::string& bytes) {
-  return server::encode_base64(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
+  return testing::base64_of(bytes);
 }
 // A BYTES tensor in the binary tensor data extension: each element a 4-byte little-endian length, then its bytes.
 std::string bytes_tensor(const std::vector<std::string>& elements) {

@@ -20,10 +20,21 @@ using testing::read_file;
 using testing::ServerProcess;
 
 std::string data(const std::string& rel) {
-  return read_file(testing::source_dir() + "/tests/data/" + rel);
+  return testing::test_data(rel);
 }
 std::string b64(const std::string& bytes) {
-  return server::encode_base64(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
+  return testing::base64_of(bytes);
+}
+// What `steadyocr ocr` (cpu rung) reads in these files under tests/data/: its JSON object keyed by file name, or null
+// after a failed test assertion.
+json cli_results(const std::vector<std::string>& files) {
+  std::string paths;
+  for (const auto& f : files) paths += " " + testing::source_dir() + "/tests/data/" + f;
+  testing::CliRun cli =
+      testing::run_steadyocr("ocr --quiet --backend cpu --threads 2 --models " + testing::models_dir() + paths);
+  EXPECT_EQ(cli.code, 0) << cli.err;
+  if (cli.code != 0) return nullptr;
+  return json::parse(cli.out);
 }
 std::vector<std::string> texts(const json& result) {
   std::vector<std::string> t;
@@ -141,12 +152,8 @@ TEST_F(ServerRoutes, ThreeBodyShapesReadWhatTheCliReads) {
   const std::vector<std::string> files = {"engine/doc_0000.jpg",       "engine/doc_0001.jpg",
                                           "engine/doc_0002.jpg",       "engine/doc_0003.jpg",
                                           "ocr/docs/s31_doc_0000.jpg", "ocr/docs/s32r4_doc_0002.jpg"};
-  std::string paths;
-  for (const auto& f : files) paths += " " + testing::source_dir() + "/tests/data/" + f;
-  testing::CliRun cli =
-      testing::run_steadyocr("ocr --quiet --backend cpu --threads 2 --models " + testing::models_dir() + paths);
-  ASSERT_EQ(cli.code, 0) << cli.err;
-  json want = json::parse(cli.out);
+  json want = cli_results(files);
+  ASSERT_TRUE(want.is_object());
   auto c = server_->client();
   for (const auto& f : files) {
     const std::string bytes = data(f);
@@ -184,13 +191,9 @@ TEST(ServerBatching, ConcurrentRequestsShareModelCallsAndReadWhatTheCliReads) {
       "ocr/decode/line_gray16.png",   "ocr/decode/line_palette.png", "ocr/decode/rgba_dark_text.png",
       "ocr/decode/probe_exif6.jpg",   "ocr/decode/probe_exif6.png",  "ocr/decode/probe_exif6.tif",
       "../../examples/sample_doc.jpg"};
-  std::string paths;
-  for (const auto& f : files) paths += " " + testing::source_dir() + "/tests/data/" + f;
-  testing::CliRun cli =
-      testing::run_steadyocr("ocr --quiet --backend cpu --threads 2 --models " + testing::models_dir() + paths);
-  ASSERT_EQ(cli.code, 0) << cli.err;
-  json want = json::parse(cli.out);
-  ASSERT_EQ(want.size(), files.size()) << cli.out;
+  json want = cli_results(files);
+  ASSERT_TRUE(want.is_object());
+  ASSERT_EQ(want.size(), files.size()) << want.dump();
   constexpr int kCopies = 3;  // consecutive copies of a file: images of one shape in flight together
   std::vector<json> got(files.size() * kCopies);
   std::vector<int> status(got.size(), 0);
