@@ -41,5 +41,18 @@ echo "== building ($BUILD_DIR, $JOBS jobs)"
 cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DSTEADYOCR_CUDA="${STEADYOCR_CUDA:-AUTO}" >/dev/null
 ninja -C "$BUILD_DIR" -j "$JOBS"
 
+# The Python module for Debian's python3: a .pth file in its site folder names build/python, so `import steadyocr`
+# works from any directory and always imports this build (docs/PYTHON.md; `pip install .` makes a copy instead).
+if [[ -d "$BUILD_DIR/python/steadyocr" && -x /usr/bin/python3 ]]; then
+  site=$(/usr/bin/python3 -c 'import site; print(site.getsitepackages()[0])')
+  pth="$site/steadyocr.pth"
+  echo "== Python module: $pth -> $(realpath "$BUILD_DIR/python")"
+  $SUDO mkdir -p "$site"
+  realpath "$BUILD_DIR/python" | $SUDO tee "$pth" >/dev/null
+  (cd / && env -u PYTHONPATH /usr/bin/python3 -c 'import steadyocr; print("   import steadyocr:", steadyocr.__version__, steadyocr.__file__)')
+else
+  echo "== Python module not built (no pybind11-dev / python3-dev): nothing installed for python3"
+fi
+
 echo "== OCR of the shipped sample (examples/sample_doc.jpg, rendered by synth_docs.py)"
 "$BUILD_DIR"/steadyocr ocr --format text examples/sample_doc.jpg

@@ -115,15 +115,36 @@ def _input(image, rgb, index):
     raise TypeError(f"image must be a path (str or os.PathLike), bytes or a numpy array, not {type(image).__name__}")
 
 
+def _installed_models():
+    """$STEADYOCR_MODELS, else the models an installed package carries (pip install . copies models/ in), else
+    None."""
+    env = _os.environ.get("STEADYOCR_MODELS")
+    if env:
+        return env
+    bundled = _os.path.join(_os.path.dirname(__file__), "models")
+    if _os.path.isfile(_os.path.join(bundled, "ch_PP-OCRv4_det_infer.onnx")):
+        return bundled
+    return None
+
+
+def _default_models():
+    """The models OCR() reads when none are named: _installed_models(), else "models" (the repository's folder,
+    relative to the working directory)."""
+    return _installed_models() or "models"
+
+
 class OCR:
     """The engine. Options are the engine flags of `steadyocr ocr --help` with '_' for '-' (det_limit_side,
     det_thresh, det_box_thresh, unclip_ratio, rec_batch, rec_interp, max_side, max_pixels, gpu_mem, watchdog, ...);
-    an unknown one raises TypeError, a bad value ValueError. Creation qualifies the backends best first (the ladder
-    cuda-fp16 > cuda-fp32 > cpu > reference unless backend pins one) and raises BackendUnavailable or ModelError
-    when none can serve. One OCR serves many threads at once; inference runs without the GIL."""
+    an unknown one raises TypeError, a bad value ValueError. models: the folder of the ONNX models and the key file
+    (default: $STEADYOCR_MODELS, else the models the installed package carries, else "models"). Creation qualifies
+    the backends best first (the ladder cuda-fp16 > cuda-fp32 > cpu > reference unless backend pins one) and raises
+    BackendUnavailable or ModelError when none can serve. One OCR serves many threads at once; inference runs
+    without the GIL."""
 
-    def __init__(self, models="models", *, backend="auto", require_gpu=False, cls=False, det_only=False,
+    def __init__(self, models=None, *, backend="auto", require_gpu=False, cls=False, det_only=False,
                  rec_only=False, threads=0, drop_score=0.5, **options):
+        models = _default_models() if models is None else models
         opts = {"models": _os.fspath(models), "backend": backend, "require_gpu": require_gpu, "cls": cls,
                 "det_only": det_only, "rec_only": rec_only, "threads": threads, "drop_score": drop_score}
         for key, value in options.items():
@@ -158,7 +179,9 @@ def doctor_report(level=3, models=None):
     """The whole report of `steadyocr doctor --json --level LEVEL` (docs/DOCTOR.md) as a dict."""
     if not 1 <= int(level) <= 4:
         raise ValueError(f"level must be 1-4 (got {level})")
-    return _json.loads(_native.doctor_report(int(level), _os.fspath(models) if models else ""))
+    if models is None:
+        models = _installed_models() or ""  # none: the doctor skips its model-shape check
+    return _json.loads(_native.doctor_report(int(level), _os.fspath(models)))
 
 
 def doctor(level=3, models=None):

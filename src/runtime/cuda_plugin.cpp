@@ -143,7 +143,11 @@ std::vector<std::string> cuda_plugin_candidates() {
   if (!dir.empty()) {
     c.push_back(dir + "/" + kPluginFile);
     auto slash = dir.rfind('/');
-    if (slash != std::string::npos && slash > 0) c.push_back(dir.substr(0, slash) + "/" + kPluginFile);
+    if (slash != std::string::npos && slash > 0) {
+      c.push_back(dir.substr(0, slash) + "/" + kPluginFile);
+      // The installed layout (cmake/Install.cmake): bin/steadyocr and lib/steadyocr/libsteadyocr_cuda.so.
+      c.push_back(dir.substr(0, slash) + "/lib/steadyocr/" + kPluginFile);
+    }
   }
   c.push_back(kPluginFile);
   return c;

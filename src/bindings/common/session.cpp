@@ -1,5 +1,6 @@
 #include "bindings/common/session.h"
 
+#include <dlfcn.h>
 #include <CLI/CLI.hpp>
 #include <opencv2/imgcodecs.hpp>
 
@@ -75,15 +76,32 @@ bool value_text(const nlohmann::json& v, std::string* out) {
 
 std::string steadyocr_executable() {
   if (const char* e = std::getenv("STEADYOCR_EXE"); e && *e) return e;
+  // Installed (cmake/Install.cmake): the Python package holds bin/steadyocr beside _native, and the C library
+  // lib/libsteadyocr.so has it in ../bin. The build tree's path compiled in comes last.
+  Dl_info info{};
+  if (::dladdr(reinterpret_cast<const void*>(&steadyocr_executable), &info) && info.dli_fname) {
+    std::error_code ec;
+    const fs::path here = fs::weakly_canonical(fs::path(info.dli_fname), ec).parent_path();
+    for (const fs::path& cand : {here / "bin" / "steadyocr", here.parent_path() / "bin" / "steadyocr"}) {
+      if (fs::is_regular_file(cand, ec)) return cand.string();
+    }
+  }
   return STEADYOCR_EXE_PATH;
 }
 
 void point_at_cuda_plugin() {
   const std::string exe = steadyocr_executable();
   if (exe.empty() || std::getenv("STEADYOCR_CUDA_PLUGIN")) return;
-  const fs::path plugin = fs::path(exe).parent_path() / "libsteadyocr_cuda.so";
-  std::error_code ec;
-  if (fs::is_regular_file(plugin, ec)) ::setenv("STEADYOCR_CUDA_PLUGIN", plugin.c_str(), 0);
+  // Beside the binary (the build tree) or in ../lib/steadyocr (the installed layout, cmake/Install.cmake).
+  const fs::path bin = fs::path(exe).parent_path();
+  for (const fs::path& plugin :
+       {bin / "libsteadyocr_cuda.so", bin.parent_path() / "lib/steadyocr/libsteadyocr_cuda.so"}) {
+    std::error_code ec;
+    if (fs::is_regular_file(plugin, ec)) {
+      ::setenv("STEADYOCR_CUDA_PLUGIN", plugin.c_str(), 0);
+      return;
+    }
+  }
 }
 
 Error error_from_status(const Status& status, ErrorKind kind, const std::string& input) {

@@ -46,9 +46,11 @@ struct Error {
 Result<engine::EngineOptions> engine_options(const nlohmann::json& options, Error* error);
 
 // The `steadyocr` binary that GPU worker rungs and the doctor's layer 3-4 checks run (the bindings live in another
-// process image): $STEADYOCR_EXE, else the one this library was built with.
+// process image): $STEADYOCR_EXE, else an installed one beside this library (bin/steadyocr in the Python package,
+// ../bin/steadyocr for lib/libsteadyocr.so), else the one this library was built with.
 std::string steadyocr_executable();
-// Points $STEADYOCR_CUDA_PLUGIN at the CUDA plugin beside steadyocr_executable() when it is unset and the file exists:
+// Points $STEADYOCR_CUDA_PLUGIN at the CUDA plugin beside steadyocr_executable() (or in its ../lib/steadyocr) when it
+// is unset and the file exists:
 // the GPU pre-flight and the doctor look for the plugin beside this process's executable, which is Python's or the C
 // program's here. Called before an engine is built and before the doctor runs.
 void point_at_cuda_plugin();
