@@ -60,8 +60,10 @@ void add_engine_flags(CLI::App* app, EngineArgs* args) {
   app->add_option("--rec-batch", args->rec_batch, "Text lines per recognition run")
       ->check(CLI::Range(1, 256))
       ->capture_default_str();
-  app->add_option("--rec-min-width", args->rec_min_width, "Minimum width of a recognition batch")
-      ->check(CLI::Range(1, 4096))
+  app->add_option("--rec-min-width", args->rec_min_width,
+                  "Minimum width of a recognition batch (at least 16: PP-OCR recognisers pool narrower inputs away; "
+                  "--rec-batch 1 --rec-min-width 16 --rec-width-bucket 0 reads each line at its own width)")
+      ->check(CLI::Range(16, 4096))
       ->capture_default_str();
   app->add_option("--rec-interp", args->rec_interp,
                   "Resize of text lines for recognition: lanczos keeps the gaps between Latin words (better spaces), "

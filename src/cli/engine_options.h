@@ -31,7 +31,7 @@ struct EngineArgs {
   int rec_width_bucket = 0, det_bucket = 0;
   bool no_cross_batch = false;
   int batch_slots = 0;
-  std::string rec_interp = "linear";
+  std::string rec_interp = "lanczos";
   int64_t max_side = 20000, max_pixels = 100'000'000;
 };
 

@@ -39,6 +39,7 @@ inline void to_json(nlohmann::json& j, const ImageOptions& o) {
   if (o.det_box_thresh) j["det_box_thresh"] = *o.det_box_thresh;
   if (o.unclip_ratio) j["unclip_ratio"] = *o.unclip_ratio;
   if (o.drop_score) j["drop_score"] = *o.drop_score;
+  if (o.rec_interp) j["rec_interp"] = *o.rec_interp;
 }
 inline void from_json(const nlohmann::json& j, ImageOptions& o) {
   o = ImageOptions{};
@@ -48,6 +49,7 @@ inline void from_json(const nlohmann::json& j, ImageOptions& o) {
   if (j.contains("det_box_thresh")) o.det_box_thresh = j.at("det_box_thresh").get<double>();
   if (j.contains("unclip_ratio")) o.unclip_ratio = j.at("unclip_ratio").get<double>();
   if (j.contains("drop_score")) o.drop_score = j.at("drop_score").get<float>();
+  if (j.contains("rec_interp")) o.rec_interp = j.at("rec_interp").get<RecInterp>();
 }
 
 }  // namespace steadyocr::pipeline

@@ -150,6 +150,7 @@ PipelineOptions with_image_options(const PipelineOptions& base, const ImageOptio
   if (c.det_box_thresh) o.db.box_thresh = *c.det_box_thresh;
   if (c.unclip_ratio) o.db.unclip_ratio = *c.unclip_ratio;
   if (c.drop_score) o.drop_score = *c.drop_score;
+  if (c.rec_interp) o.rec.interp = *c.rec_interp;
   return o;
 }
 
@@ -235,7 +236,7 @@ Status Pipeline::read_lines(Work& w) const {
   }
   Stopwatch sw;
   std::vector<runtime::CallInfo> calls;
-  ASSIGN_OR_RETURN(std::vector<RecText> texts, rec_->recognize(w.crops, &calls));
+  ASSIGN_OR_RETURN(std::vector<RecText> texts, rec_->recognize(w.crops, &calls, w.opts.rec.interp));
   for (const runtime::CallInfo& c : calls) {
     ++w.result.calls.rec_calls;
     w.result.calls.rec_rows += c.rows;

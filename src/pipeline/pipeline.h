@@ -82,7 +82,10 @@ struct ImageOptions {
   std::optional<double> det_box_thresh;
   std::optional<double> unclip_ratio;
   std::optional<float> drop_score;
-  bool empty() const { return !mode && !use_cls && !det_thresh && !det_box_thresh && !unclip_ratio && !drop_score; }
+  std::optional<RecInterp> rec_interp;
+  bool empty() const {
+    return !mode && !use_cls && !det_thresh && !det_box_thresh && !unclip_ratio && !drop_score && !rec_interp;
+  }
   bool operator==(const ImageOptions&) const = default;
 };
 

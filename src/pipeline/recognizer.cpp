@@ -65,7 +65,9 @@ int rec_batch_width(double max_ratio, const RecOptions& options) {
 }
 
 Result<std::vector<RecText>> Recognizer::recognize(const std::vector<cv::Mat>& crops,
-                                                   std::vector<runtime::CallInfo>* calls) const {
+                                                   std::vector<runtime::CallInfo>* calls,
+                                                   std::optional<RecInterp> interp_override) const {
+  const RecInterp interp = interp_override.value_or(options_.interp);
   std::vector<RecText> out(crops.size());
   if (crops.empty()) return out;
   std::vector<double> ratio(crops.size());
@@ -106,7 +108,7 @@ Result<std::vector<RecText>> Recognizer::recognize(const std::vector<cv::Mat>& c
     if (rows > n) std::fill(base + n * 3 * h * w, base + rows * 3 * h * w, 0.f);
     parallel_for(static_cast<int64_t>(n), [&](int64_t b, int64_t e) {
       for (int64_t k = b; k < e; ++k)
-        rec_normalize(crops[order[start + k]], h, w, base + k * 3 * h * w, options_.interp);
+        rec_normalize(crops[order[start + k]], h, w, base + k * 3 * h * w, interp);
     });
     runtime::CallInfo call;
     ASSIGN_OR_RETURN(Tensor probs, model_->run_call(input, &call));

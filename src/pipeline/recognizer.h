@@ -5,6 +5,7 @@
 #include <opencv2/core.hpp>
 
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "core/status.h"
@@ -36,7 +37,9 @@ struct RecOptions {
   // run as one model call of up to this many rows (0: off). Each row is still the crop normalised at its own
   // batch's width, so the rows are the same as PaddleOCR's; only the number of calls (and new shapes) drops.
   int merge_rows = 0;
-  RecInterp interp = RecInterp::kLinear;  // resize of each crop to `height` (linear: PaddleOCR's exact semantics)
+  // Resize of each crop to `height`. Lanczos-4 (the default) keeps the gaps between Latin words that bilinear blurs
+  // away; linear is PaddleOCR's exact semantics (docs/BENCHMARKS.md: every metric per mode on every set).
+  RecInterp interp = RecInterp::kLanczos;
 };
 
 // Writes one crop into `dst` (3 x height x width floats, CHW): resized (`interp`) to `height` rows keeping its
@@ -52,9 +55,11 @@ class Recognizer {
       : model_(std::move(model)), dict_(std::move(dict)), options_(options) {}
 
   // Reads each crop (8-bit BGR); the results follow the crops' order. Fails when the model fails or its
-  // output does not match the dictionary. `calls`, when given, gets one entry per model call made.
+  // output does not match the dictionary. `calls`, when given, gets one entry per model call made. `interp`
+  // overrides the options' resize for this call (a request's own rec_interp).
   Result<std::vector<RecText>> recognize(const std::vector<cv::Mat>& crops,
-                                         std::vector<runtime::CallInfo>* calls = nullptr) const;
+                                         std::vector<runtime::CallInfo>* calls = nullptr,
+                                         std::optional<RecInterp> interp = std::nullopt) const;
 
   const Dictionary& dictionary() const { return dict_; }
   const RecOptions& options() const { return options_; }

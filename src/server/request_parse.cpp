@@ -60,6 +60,14 @@ Refusal apply_option(const std::string& name, const json& v, const ServingModels
     out->unclip_ratio = d;
     return std::nullopt;
   }
+  if (name == "rec_interp") {
+    pipeline::RecInterp interp;
+    if (!v.is_string() || !pipeline::parse_rec_interp(v.get<std::string>(), &interp)) {
+      return bad_option(name, "must be \"linear\", \"cubic\" or \"lanczos\" (got " + v.dump() + ")");
+    }
+    out->rec_interp = interp;
+    return std::nullopt;
+  }
   if (name == "cls") {
     if (auto e = boolean(name, v, &b)) return e;
     out->use_cls = b;
@@ -231,7 +239,7 @@ std::string encode_base64(const uint8_t* data, size_t size) {
 
 const std::vector<std::string>& option_names() {
   static const std::vector<std::string> kNames = {"det_thresh", "det_box_thresh", "unclip_ratio", "drop_score",
-                                                  "cls",        "det_only",       "rec_only"};
+                                                  "rec_interp", "cls",            "det_only",     "rec_only"};
   return kNames;
 }
 

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include "cli/cli_run.h"
@@ -146,6 +147,40 @@ TEST_F(CliOcr, RecOnlyAndDetOnlyModes) {
   auto doc = nlohmann::json::parse(det.out);
   ASSERT_EQ(doc["line_palette.png"]["lines"].size(), 1u);
   EXPECT_EQ(doc["line_palette.png"]["lines"][0]["text"], "");
+}
+
+// The default resize (lanczos) keeps the gaps between Latin words; --rec-interp linear (PaddleOCR's bilinear) drops
+// them on this page ("Service net net" -> "Servicenetnet"); the labels are the renderer's.
+TEST_F(CliOcr, DefaultResizeKeepsTheSpacesLinearDropsThem) {
+  SO_REQUIRE_MODELS();
+  const std::string page = testing::source_dir() + "/tests/data/ocr/latin/spaces.jpg";
+  std::ifstream labels_file(testing::source_dir() + "/tests/data/ocr/latin/labels.txt");
+  std::string label_line;
+  ASSERT_TRUE(std::getline(labels_file, label_line));
+  std::multiset<std::string> labels;
+  for (const auto& l : nlohmann::json::parse(label_line.substr(label_line.find('\t') + 1))) {
+    labels.insert(l["transcription"].get<std::string>());
+  }
+  auto read = [&](const std::string& flags) {
+    CliRun r = steadyocr("ocr " + models() + flags + page);
+    EXPECT_EQ(r.code, 0) << r.err;
+    std::multiset<std::string> got;
+    const auto doc = nlohmann::json::parse(r.out);
+    for (const auto& l : doc["spaces.jpg"]["lines"]) got.insert(l["text"].get<std::string>());
+    return got;
+  };
+  EXPECT_EQ(read(""), labels);
+  EXPECT_EQ(read("--rec-interp lanczos "), labels);
+  const auto linear = read("--rec-interp linear ");
+  EXPECT_EQ(linear.size(), labels.size());
+  EXPECT_EQ(linear.count("Servicenetnet"), 1u);
+  EXPECT_EQ(linear.count("Service net net"), 0u);
+  CliRun bad = steadyocr("ocr " + models() + "--rec-interp nearest " + page);
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.err.find("--rec-interp"), std::string::npos) << bad.err;
+  CliRun narrow = steadyocr("ocr " + models() + "--rec-min-width 8 " + page);
+  EXPECT_EQ(narrow.code, 2);
+  EXPECT_NE(narrow.err.find("--rec-min-width"), std::string::npos) << narrow.err;
 }
 
 TEST_F(CliOcr, JsonIsReadByTheEvaluator) {

@@ -73,6 +73,11 @@ TEST(Options, EveryOptionIsAppliedAndCheckedNeverIgnored) {
   refused(R"({"det_thresh": "high"})", "INVALID_OPTION", "det_thresh");
   refused(R"({"unclip_ratio": -1})", "INVALID_OPTION", "unclip_ratio");
   refused(R"({"cls": 1})", "INVALID_OPTION", "cls");
+  refused(R"({"rec_interp": "bilinear"})", "INVALID_OPTION", "rec_interp");
+  refused(R"({"rec_interp": 1})", "INVALID_OPTION", "rec_interp");
+  pipeline::ImageOptions interp;
+  EXPECT_FALSE(parse_options(json::parse(R"({"rec_interp": "linear"})"), m, &interp));
+  EXPECT_EQ(*interp.rec_interp, pipeline::RecInterp::kLinear);
   refused(R"({"det_only": true, "rec_only": true})", "INVALID_OPTION", "rec_only");
 
   // Options that need a model the server did not load.

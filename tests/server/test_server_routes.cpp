@@ -27,11 +27,11 @@ std::string b64(const std::string& bytes) {
 }
 // What `steadyocr ocr` (cpu rung) reads in these files under tests/data/: its JSON object keyed by file name, or null
 // after a failed test assertion.
-json cli_results(const std::vector<std::string>& files) {
+json cli_results(const std::vector<std::string>& files, const std::string& flags = "") {
   std::string paths;
   for (const auto& f : files) paths += " " + testing::source_dir() + "/tests/data/" + f;
-  testing::CliRun cli =
-      testing::run_steadyocr("ocr --quiet --backend cpu --threads 2 --models " + testing::models_dir() + paths);
+  testing::CliRun cli = testing::run_steadyocr("ocr --quiet --backend cpu --threads 2 " + flags + " --models " +
+                                               testing::models_dir() + paths);
   EXPECT_EQ(cli.code, 0) << cli.err;
   if (cli.code != 0) return nullptr;
   return json::parse(cli.out);
@@ -257,8 +257,21 @@ TEST_F(ServerRoutes, OptionsChangeTheirRequestOnlyAndUnknownOnesAreRefused) {
   ASSERT_TRUE(cls);
   EXPECT_EQ(cls->status, 200) << cls->body;  // the classifier is loaded for requests even without --cls
   EXPECT_EQ(texts(body_json(cls)), std::vector<std::string>{"receipt2026"});
+  // rec_interp per request: each mode reads what the CLI reads with it, and the page tells them apart (linear, as
+  // PaddleOCR, drops the spaces of two Latin lines).
+  const json lanczos = cli_results({"ocr/latin/spaces.jpg"}, "--rec-interp lanczos")["spaces.jpg"];
+  const json linear = cli_results({"ocr/latin/spaces.jpg"}, "--rec-interp linear")["spaces.jpg"];
+  ASSERT_NE(texts(lanczos), texts(linear));
+  const std::string latin = data("ocr/latin/spaces.jpg");
+  EXPECT_EQ(body_json(c.Post("/v1/ocr", latin, "image/jpeg"))["lines"], lanczos["lines"]);  // the default
+  EXPECT_EQ(body_json(c.Post("/v1/ocr?rec_interp=linear", latin, "image/jpeg"))["lines"], linear["lines"]);
+  EXPECT_EQ(body_json(c.Post("/v1/ocr", json{{"image", b64(latin)}, {"options", {{"rec_interp", "linear"}}}}.dump(),
+                             "application/json"))["lines"],
+            linear["lines"]);
+  EXPECT_EQ(error_code(c.Post("/v1/ocr?rec_interp=nearest", latin, "image/jpeg")), "INVALID_OPTION");
   // The server's defaults are untouched by the requests before.
   EXPECT_EQ(body_json(c.Post("/v1/ocr", doc, "image/jpeg"))["lines"], plain["lines"]);
+  EXPECT_EQ(body_json(c.Post("/v1/ocr", latin, "image/jpeg"))["lines"], lanczos["lines"]);
 
   auto unknown = c.Post("/v1/ocr?det_tresh=0.4", doc, "image/jpeg");
   EXPECT_EQ(error_code(unknown), "UNKNOWN_OPTION");
