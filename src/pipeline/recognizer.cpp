@@ -107,8 +107,7 @@ Result<std::vector<RecText>> Recognizer::recognize(const std::vector<cv::Mat>& c
     float* base = input.data<float>();
     if (rows > n) std::fill(base + n * 3 * h * w, base + rows * 3 * h * w, 0.f);
     parallel_for(static_cast<int64_t>(n), [&](int64_t b, int64_t e) {
-      for (int64_t k = b; k < e; ++k)
-        rec_normalize(crops[order[start + k]], h, w, base + k * 3 * h * w, interp);
+      for (int64_t k = b; k < e; ++k) rec_normalize(crops[order[start + k]], h, w, base + k * 3 * h * w, interp);
     });
     runtime::CallInfo call;
     ASSIGN_OR_RETURN(Tensor probs, model_->run_call(input, &call));

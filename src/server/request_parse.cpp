@@ -238,8 +238,8 @@ std::string encode_base64(const uint8_t* data, size_t size) {
 }
 
 const std::vector<std::string>& option_names() {
-  static const std::vector<std::string> kNames = {"det_thresh", "det_box_thresh", "unclip_ratio", "drop_score",
-                                                  "rec_interp", "cls",            "det_only",     "rec_only"};
+  static const std::vector<std::string> kNames = {
+      "det_thresh", "det_box_thresh", "unclip_ratio", "drop_score", "rec_interp", "cls", "det_only", "rec_only"};
   return kNames;
 }
 
