@@ -1,6 +1,6 @@
 #!/bin/bash
 # The recognition resize (--rec-interp) on the GPU machine, in one `device` run: every mode on synth-dev and sroie-dev
-# on each rung, scored with ocr_eval.py; each line at its own width (--rec-batch 1 --rec-min-width 1
+# on each rung, scored with ocr_eval.py; each line at its own width (--rec-batch 1 --rec-min-width 16
 # --rec-width-bucket 0) against the default's accuracy and images/s; the modes on PaddleOCR's scene and word
 # samples (no ground truth: the lines are kept for reading side by side). Also the bindings on the GPU (the C
 # example, the worker rungs through its compiled-in binary path overridden) and the doctor's JSON report with each
@@ -12,13 +12,14 @@
 #       ../shared/data/paddleocr-samples examples/sample_doc.jpg
 # then with carry [".devbundle"]:  scripts/device_rec_interp.sh
 #   env: RUNGS="cuda-fp16 cuda-fp32 cpu" MODES="linear cubic lanczos lanczos-own" SETS="synth-dev sroie-dev"
-#        BENCH_RUNGS="cuda-fp16 cpu" (images/s, default vs own width)
+#        BENCH_RUNGS="cuda-fp16 cpu" (images/s, default vs own width) EXTRAS=1 (samples, C API, doctor reports)
 set -uo pipefail
 BUNDLE=${1:-.devbundle/bundle.tgz}
 RUNGS=${RUNGS:-"cuda-fp16 cuda-fp32 cpu"}
 MODES=${MODES:-"linear cubic lanczos lanczos-own"}
 SETS=${SETS:-"synth-dev sroie-dev"}
 BENCH_RUNGS=${BENCH_RUNGS:-"cuda-fp16 cpu"}
+EXTRAS=${EXTRAS:-1}
 OUT=${OUT:-/tmp/rec_interp_out}
 mkdir -p "$OUT"
 R=/tmp/rec_interp
@@ -30,7 +31,7 @@ S=$R/summary.txt
 SO="$B/env.sh $B/bin/steadyocr"
 flags_of() {
   case "$1" in
-    *-own) echo "--rec-interp ${1%-own} --rec-batch 1 --rec-min-width 1 --rec-width-bucket 0" ;;
+    *-own) echo "--rec-interp ${1%-own} --rec-batch 1 --rec-min-width 16 --rec-width-bucket 0" ;;
     *) echo "--rec-interp $1" ;;
   esac
 }
@@ -83,6 +84,7 @@ for rung in $BENCH_RUNGS; do
   done
 done
 
+if [ "$EXTRAS" = 1 ]; then
 echo "--- PaddleOCR's samples (no ground truth): lines per mode, cuda-fp16" | tee -a "$S"
 P=$F/paddleocr-samples/doc
 for mode in linear cubic lanczos; do
@@ -108,6 +110,8 @@ if [ -d "$TORCH_CUDNN" ]; then
   echo "doctor (cuDNN of $TORCH_CUDNN) exit $?" | tee -a "$S"
 fi
 echo "--- for the Python module: $(python3 --version 2>&1); headers: $(ls -d /usr/include/python3* 2>/dev/null | tr '\n' ' '); cc: $(command -v gcc cc | tr '\n' ' ')" | tee -a "$S"
+
+fi
 
 cp "$S" "$OUT/summary.txt"
 cp "$R"/doctor.*.json "$OUT/" 2>/dev/null

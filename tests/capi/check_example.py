@@ -61,6 +61,17 @@ check(nomodels.returncode == 2 and "(status 4, code INVALID_ARGUMENT)" in nomode
 unknown = subprocess.run([str(example), "--no_such_option", "1", str(sample)], capture_output=True, text=True)
 check(unknown.returncode == 2 and "unknown option 'no_such_option' (status 2" in unknown.stderr,
       "unknown option: STEADYOCR_INVALID_OPTION")
+# rec_interp through the C options: each mode reads the Latin page as the CLI does with the same flag.
+latin = source / "tests" / "data" / "ocr" / "latin" / "spaces.jpg"
+for mode in ("linear", "lanczos"):
+    c = subprocess.run([str(example), "--models", str(models), "--rec_interp", mode, str(latin)], capture_output=True,
+                       text=True)
+    c_texts = [line.split("\t")[2] for line in c.stdout.splitlines() if line.count("\t") == 2]
+    cli = subprocess.run([str(build / "steadyocr"), "ocr", "--format", "json", "--models", str(models), "--rec-interp",
+                          mode, str(latin)], capture_output=True, text=True, check=True)
+    cli_texts = [line["text"] for line in json.loads(cli.stdout)["spaces.jpg"]["lines"]]
+    check(c.returncode == 0 and c_texts == cli_texts and len(c_texts) == 5,
+          f"rec_interp {mode}: the C API reads {c_texts} (the CLI: {cli_texts})")
 doctor = subprocess.run([str(build / "steadyocr"), "doctor", "--level", "1"], capture_output=True, text=True)
 gpu = subprocess.run([str(example), "--models", str(models), "--require_gpu", "true", str(sample)],
                      capture_output=True, text=True)
