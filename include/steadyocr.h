@@ -69,7 +69,7 @@ STEADYOCR_EXPORT void steadyocr_options_set_double(steadyocr_options* options, c
 STEADYOCR_EXPORT void steadyocr_options_set_bool(steadyocr_options* options, const char* key, int value);
 
 typedef struct steadyocr_engine steadyocr_engine;
-/* Builds the engine: the fallback ladder cuda-fp16 > cuda-fp32 > cpu > reference (or the backend pinned), models
+/* Builds the engine: the fallback ladder cuda-fp32 > cuda-fp16 > cpu > reference (or the backend pinned), models
  * loaded and self-tested. NULL on failure. `options` may be NULL (all defaults) and may be freed afterwards. */
 STEADYOCR_EXPORT steadyocr_engine* steadyocr_create(const steadyocr_options* options, steadyocr_error** error);
 /* The same from a JSON object of options, e.g. {"models": "models", "backend": "cpu", "drop_score": 0.6}. */

@@ -1,5 +1,5 @@
 """steadyocr: PP-OCR text reading (detection, optional angle classification, recognition) with a visible fallback
-ladder (cuda-fp16 > cuda-fp32 > cpu > reference). docs/PYTHON.md is the reference.
+ladder (cuda-fp32 > cuda-fp16 > cpu > reference). docs/PYTHON.md is the reference.
 
     import steadyocr
     ocr = steadyocr.OCR(models="models")
@@ -13,7 +13,13 @@ from dataclasses import dataclass as _dataclass
 
 import numpy as _np
 
-from steadyocr import _native
+# libgomp (the engine's OpenMP runtime) reads its environment once, when _native loads it: bound its spin-wait as the
+# steadyocr binary does (src/cli/main.cpp), unless the user chose (GOMP_SPINCOUNT or OMP_WAIT_POLICY set, or
+# STEADYOCR_OMP_SPIN=keep). Without effect when another module loaded libgomp before.
+if not ({"GOMP_SPINCOUNT", "OMP_WAIT_POLICY"} & _os.environ.keys()) and _os.environ.get("STEADYOCR_OMP_SPIN") != "keep":
+    _os.environ["GOMP_SPINCOUNT"] = "10000"
+
+from steadyocr import _native  # noqa: E402
 from steadyocr._errors import BackendUnavailable, Error, ImageError, ModelError
 
 __all__ = ["OCR", "Result", "Line", "doctor", "doctor_report", "Error", "BackendUnavailable", "ModelError",
@@ -138,7 +144,7 @@ class OCR:
     det_thresh, det_box_thresh, unclip_ratio, rec_batch, rec_interp, max_side, max_pixels, gpu_mem, watchdog, ...);
     an unknown one raises TypeError, a bad value ValueError. models: the folder of the ONNX models and the key file
     (default: $STEADYOCR_MODELS, else the models the installed package carries, else "models"). Creation qualifies
-    the backends best first (the ladder cuda-fp16 > cuda-fp32 > cpu > reference unless backend pins one) and raises
+    the backends best first (the ladder cuda-fp32 > cuda-fp16 > cpu > reference unless backend pins one) and raises
     BackendUnavailable or ModelError when none can serve. One OCR serves many threads at once; inference runs
     without the GIL."""
 

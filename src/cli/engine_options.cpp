@@ -22,7 +22,7 @@ void add_engine_flags(CLI::App* app, EngineArgs* args) {
   app->add_option("--cls-model", args->cls_model, "Angle classifier model (ONNX); overrides --models");
   app->add_option("--dict", args->dict, "Recogniser dictionary, one character per line; overrides --models");
   app->add_option("--backend", args->backend,
-                  "auto (the ladder cuda-fp16 > cuda-fp32 > cpu > reference, every step down reported), or pin one "
+                  "auto (the ladder cuda-fp32 > cuda-fp16 > cpu > reference, every step down reported), or pin one "
                   "of cuda-fp16, cuda-fp32, cpu, reference")
       ->capture_default_str();
   app->add_flag("--require-gpu", args->require_gpu,

@@ -1,4 +1,10 @@
 // steadyocr: OCR on a runtime that says what runs where and why.
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -11,7 +17,32 @@
 
 using namespace steadyocr;
 
+namespace {
+
+// libgomp (oneDNN's and our OpenMP runtime) reads its environment once, when it is loaded, and by default a waiting
+// thread spins 300,000 times before it sleeps. On cores that another process keeps busy, the spinning threads of a
+// parallel region take the cores from the threads that have work: --threads 2 ran ~4x slower than --threads 1 on
+// the 2-core machine beside one busy process. Unless the user chose (GOMP_SPINCOUNT or OMP_WAIT_POLICY set), the
+// binary re-executes itself once with the spin bounded (docs/BENCHMARKS.md, "co-tenancy"); STEADYOCR_OMP_SPIN=keep
+// keeps libgomp's default.
+constexpr const char* kGompSpinCount = "10000";
+
+void bound_openmp_spin(char** argv) {
+  if (std::getenv("GOMP_SPINCOUNT") || std::getenv("OMP_WAIT_POLICY")) return;
+  if (const char* keep = std::getenv("STEADYOCR_OMP_SPIN"); keep && std::strcmp(keep, "keep") == 0) return;
+  ::setenv("GOMP_SPINCOUNT", kGompSpinCount, 1);
+  ::execv("/proc/self/exe", argv);
+  std::fprintf(stderr,
+               "steadyocr: WARN could not re-execute itself with GOMP_SPINCOUNT=%s (%s): OpenMP threads spin-wait "
+               "(slow on busy cores); set GOMP_SPINCOUNT=%s in the environment to avoid this\n",
+               kGompSpinCount, std::strerror(errno), kGompSpinCount);
+  ::unsetenv("GOMP_SPINCOUNT");
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
+  bound_openmp_spin(argv);
   // The engine starts GPU workers as `steadyocr __worker CONFIG_JSON` (not a user command).
   if (argc == 3 && std::string(argv[1]) == "__worker") return engine::worker_main(argv[2]);
   CLI::App app{"steadyocr " STEADYOCR_VERSION " - GPU-robust OCR (PP-OCR det -> cls -> rec) on CUDA and CPU"};

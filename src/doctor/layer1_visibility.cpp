@@ -226,6 +226,47 @@ CheckResult check_nvml(const Layer1Facts& f) {
   }
   return pass(1, "nvml", what, ev);
 }
+// GPU sharing: MIG mode on any GPU, an MPS control daemon. Neither is a problem; both change what a pod may use, so
+// the doctor says so (each pod's --gpu-mem must fit its share: docs/DEPLOY.md).
+CheckResult check_mig(const Layer1Facts& f) {
+  nlohmann::json ev = nlohmann::json::array();
+  std::string enabled;
+  for (size_t i = 0; i < f.nvml.devices.size(); ++i) {
+    const NvmlDevice& d = f.nvml.devices[i];
+    ev.push_back({{"index", i},
+                  {"name", d.name},
+                  {"mig_mode", d.mig_current < 0 ? "not supported" : d.mig_current == 1 ? "enabled" : "disabled"},
+                  {"mig_mode_pending", d.mig_pending < 0 ? "-" : d.mig_pending == 1 ? "enabled" : "disabled"},
+                  {"mig_instances", d.mig_instances}});
+    if (d.mig_current == 1) {
+      enabled += fmt::format("{}GPU {} ({}): {} MIG instance(s)", enabled.empty() ? "" : "; ", i, d.name,
+                             d.mig_instances);
+    }
+  }
+  nlohmann::json evidence = {{"devices", ev}, {"cuda_visible_devices", shown(f.env.cuda_visible_devices)}};
+  if (!f.nvml.loaded || f.nvml.init_result != 0) {
+    CheckResult r = skipped(1, "mig", "DOCTOR_PREREQUISITE_FAILED", "not run: NVML is not usable", evidence);
+    r.required = false;
+    return r;
+  }
+  if (!enabled.empty()) {
+    evidence["mig"] = enabled;
+    return finding(1, "mig", CheckStatus::kPass, "L1_MIG_ENABLED", "MIG mode: " + enabled, evidence);
+  }
+  return pass(1, "mig", "no GPU in MIG mode", evidence);
+}
+
+CheckResult check_mps(const Layer1Facts& f) {
+  nlohmann::json ev = to_json(f.mps);
+  if (f.mps.control_socket) {
+    ev["limits"] = fmt::format("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE={}, CUDA_MPS_PINNED_DEVICE_MEM_LIMIT={}",
+                               f.mps.active_thread_percentage.empty() ? "(unset)" : f.mps.active_thread_percentage,
+                               f.mps.pinned_device_mem_limit.empty() ? "(unset)" : f.mps.pinned_device_mem_limit);
+    return finding(1, "mps", CheckStatus::kPass, "L1_MPS_ACTIVE",
+                   "an MPS control daemon runs (" + f.mps.pipe_dir + "/control): CUDA work goes through MPS", ev);
+  }
+  return pass(1, "mps", "no MPS control daemon (" + f.mps.pipe_dir + "/control absent)", ev);
+}
 }  // namespace
 
 std::vector<CheckResult> evaluate_layer1(const Layer1Facts& facts) {
@@ -237,6 +278,8 @@ std::vector<CheckResult> evaluate_layer1(const Layer1Facts& facts) {
   out.push_back(check_cuinit(facts));
   out.push_back(check_devices(facts));
   out.push_back(check_nvml(facts));
+  out.push_back(check_mig(facts));
+  out.push_back(check_mps(facts));
   return out;
 }
 
@@ -246,6 +289,7 @@ Layer1Facts probe_layer1() {
   f.nodes = probe_device_nodes();
   f.nvml = probe_nvml();  // before cuInit: NVML counts every GPU regardless of CUDA_VISIBLE_DEVICES
   f.driver = probe_driver();
+  f.mps = probe_mps();
   return f;
 }
 

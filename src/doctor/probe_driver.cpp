@@ -2,6 +2,7 @@
 // the binary runs, and says why, on a machine without any of them.
 #include <dirent.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -54,6 +55,9 @@ struct NvmlMemory {
 using NvmlMemFn = int (*)(void*, NvmlMemory*);
 using NvmlEccFn = int (*)(void*, int, int, unsigned long long*);
 using NvmlErrorStringFn = const char* (*)(int);
+using NvmlMigModeFn = int (*)(void*, unsigned int*, unsigned int*);
+using NvmlMaxMigFn = int (*)(void*, unsigned int*);
+using NvmlMigHandleFn = int (*)(void*, unsigned int, void**);
 }  // namespace
 
 VisibilityEnv read_visibility_env() {
@@ -236,6 +240,9 @@ NvmlFacts probe_nvml() {
   auto uuid = reinterpret_cast<NvmlDevTextFn>(lib.symbol("nvmlDeviceGetUUID"));
   auto mem = reinterpret_cast<NvmlMemFn>(lib.symbol("nvmlDeviceGetMemoryInfo"));
   auto ecc = reinterpret_cast<NvmlEccFn>(lib.symbol("nvmlDeviceGetTotalEccErrors"));
+  auto mig_mode = reinterpret_cast<NvmlMigModeFn>(lib.symbol("nvmlDeviceGetMigMode"));
+  auto max_mig = reinterpret_cast<NvmlMaxMigFn>(lib.symbol("nvmlDeviceGetMaxMigDeviceCount"));
+  auto mig_handle = reinterpret_cast<NvmlMigHandleFn>(lib.symbol("nvmlDeviceGetMigDeviceHandleByIndex"));
   unsigned int n = 0;
   if (count && count(&n) == 0) f.device_count = static_cast<int>(n);
   for (unsigned int i = 0; handle && i < n; ++i) {
@@ -252,6 +259,18 @@ NvmlFacts probe_nvml() {
     unsigned long long errors = 0;
     // NVML_MEMORY_ERROR_TYPE_UNCORRECTED = 1, NVML_VOLATILE_ECC = 0.
     if (ecc && ecc(h, 1, 0, &errors) == 0) d.ecc_uncorrected_volatile = static_cast<long long>(errors);
+    unsigned int current = 0, pending = 0;
+    if (mig_mode && mig_mode(h, &current, &pending) == 0) {  // NVML_ERROR_NOT_SUPPORTED on GPUs without MIG
+      d.mig_current = static_cast<int>(current);
+      d.mig_pending = static_cast<int>(pending);
+      unsigned int slots = 0;
+      if (current == 1 && max_mig && mig_handle && max_mig(h, &slots) == 0) {
+        for (unsigned int k = 0; k < slots; ++k) {
+          void* mh = nullptr;
+          if (mig_handle(h, k, &mh) == 0) ++d.mig_instances;
+        }
+      }
+    }
     f.devices.push_back(d);
   }
   if (shutdown) shutdown();
@@ -337,10 +356,33 @@ nlohmann::json to_json(const NvmlFacts& f) {
                     {"uuid", d.uuid},
                     {"total_mib", d.total_bytes >> 20},
                     {"used_mib", d.used_bytes >> 20},
-                    {"ecc_uncorrected_volatile", d.ecc_uncorrected_volatile}});
+                    {"ecc_uncorrected_volatile", d.ecc_uncorrected_volatile},
+                    {"mig_mode", d.mig_current < 0 ? nlohmann::json(nullptr) : nlohmann::json(d.mig_current == 1)},
+                    {"mig_mode_pending", d.mig_pending < 0 ? nlohmann::json(nullptr) : nlohmann::json(d.mig_pending == 1)},
+                    {"mig_instances", d.mig_instances}});
   }
   j["devices"] = devs;
   return j;
+}
+
+MpsFacts probe_mps() {
+  MpsFacts m;
+  const char* dir = std::getenv("CUDA_MPS_PIPE_DIRECTORY");
+  m.pipe_dir_from_env = dir && *dir;
+  m.pipe_dir = m.pipe_dir_from_env ? dir : "/tmp/nvidia-mps";
+  struct stat st;
+  m.control_socket = ::stat((m.pipe_dir + "/control").c_str(), &st) == 0 && S_ISSOCK(st.st_mode);
+  if (const char* v = std::getenv("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE")) m.active_thread_percentage = v;
+  if (const char* v = std::getenv("CUDA_MPS_PINNED_DEVICE_MEM_LIMIT")) m.pinned_device_mem_limit = v;
+  return m;
+}
+
+nlohmann::json to_json(const MpsFacts& m) {
+  return {{"pipe_dir", m.pipe_dir},
+          {"pipe_dir_from_env", m.pipe_dir_from_env},
+          {"control_socket", m.control_socket},
+          {"active_thread_percentage", m.active_thread_percentage},
+          {"pinned_device_mem_limit", m.pinned_device_mem_limit}};
 }
 
 nlohmann::json to_json(const DeviceNodes& n) {

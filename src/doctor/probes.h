@@ -66,6 +66,8 @@ struct NvmlDevice {
   std::string name, uuid;
   unsigned long long total_bytes = 0, used_bytes = 0;
   long long ecc_uncorrected_volatile = -1;  // -1 when not supported
+  int mig_current = -1, mig_pending = -1;   // nvmlDeviceGetMigMode: 1 enabled, 0 disabled, -1 not supported
+  int mig_instances = 0;                    // MIG devices (GPU instances x compute instances) present
 };
 
 struct NvmlFacts {
@@ -80,11 +82,23 @@ struct NvmlFacts {
 };
 NvmlFacts probe_nvml();
 
+// The CUDA Multi-Process Service: its control daemon's pipe directory ($CUDA_MPS_PIPE_DIRECTORY, default
+// /tmp/nvidia-mps) holds the socket `control` while a daemon runs; a CUDA client then runs its contexts through it.
+struct MpsFacts {
+  std::string pipe_dir;
+  bool pipe_dir_from_env = false;
+  bool control_socket = false;                 // <pipe_dir>/control exists and is a socket
+  std::string active_thread_percentage;        // $CUDA_MPS_ACTIVE_THREAD_PERCENTAGE, empty when unset
+  std::string pinned_device_mem_limit;         // $CUDA_MPS_PINNED_DEVICE_MEM_LIMIT, empty when unset
+};
+MpsFacts probe_mps();
+
 struct Layer1Facts {
   VisibilityEnv env;
   DeviceNodes nodes;
   DriverFacts driver;
   NvmlFacts nvml;
+  MpsFacts mps;
 };
 
 // What CUDA makes of a CUDA_VISIBLE_DEVICES value: CUDA reads entries up to the first invalid one.
@@ -99,5 +113,6 @@ VisibleDevicesVerdict parse_cuda_visible_devices(const std::string& value, int p
 nlohmann::json to_json(const DriverFacts& f);
 nlohmann::json to_json(const NvmlFacts& f);
 nlohmann::json to_json(const DeviceNodes& n);
+nlohmann::json to_json(const MpsFacts& m);
 
 }  // namespace steadyocr::doctor

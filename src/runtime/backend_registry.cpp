@@ -11,8 +11,8 @@ namespace steadyocr::runtime {
 std::vector<std::string> available_backends() {
   std::vector<std::string> names;
   if (cuda_plugin_status().loaded && cuda_plugin_status().device_count > 0) {
-    names.push_back("cuda-fp16");
     names.push_back("cuda-fp32");
+    names.push_back("cuda-fp16");
   }
 #ifdef STEADYOCR_HAVE_ONEDNN
   names.push_back("cpu");

@@ -11,7 +11,7 @@
 
 namespace steadyocr::runtime {
 
-// Names that can be created in this build on this machine, best first (e.g. {"cuda-fp16", "cuda-fp32", "cpu",
+// Names that can be created in this build on this machine, best first (e.g. {"cuda-fp32", "cuda-fp16", "cpu",
 // "reference"}; the cuda ones only when the plugin loads and a device is present).
 std::vector<std::string> available_backends();
 // Creates a backend; a name that is unknown or unavailable is an error that says why.

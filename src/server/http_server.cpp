@@ -189,10 +189,14 @@ class HttpFront {
         res.status = 413;
         return 413;
       }
+      // A refused client may send its body anyway (RFC 9110 allows it); on a kept connection that body would be
+      // read as the next request (a spurious 400 in the log), so a refusal closes the connection.
+      current_request().close_connection = true;
       if (auto e = s_.refuse_unless_serving()) {
         s_.reply_error(res, *e, req.path.rfind("/v2", 0) == 0);
         return res.status;
       }
+      current_request().close_connection = false;
       return 100;
     });
     add_v1_routes(http_, s_);

@@ -241,8 +241,8 @@ Refusal parse_infer(const RequestBody& body, const httplib::Request& req, const 
 }
 
 void infer(OcrService& s, const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& reader) {
-  if (auto e = check_model(req)) return s.reply_error(res, *e, true);
-  if (auto e = s.refuse_unless_serving()) return s.reply_error(res, *e, true);
+  if (auto e = check_model(req)) return s.reply_error_body_unread(res, *e, true);
+  if (auto e = s.refuse_unless_serving()) return s.reply_error_body_unread(res, *e, true);
   RequestBody body;
   if (auto e = s.read_body(req, res, reader, &body)) return s.reply_error(res, *e, true);
   if (!body.query.empty()) {

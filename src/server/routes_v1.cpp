@@ -18,7 +18,7 @@ Refusal guarded(F parse) {
 }
 
 void ocr_one(OcrService& s, const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& reader) {
-  if (auto e = s.refuse_unless_serving()) return s.reply_error(res, *e);
+  if (auto e = s.refuse_unless_serving()) return s.reply_error_body_unread(res, *e);
   RequestBody body;
   if (auto e = s.read_body(req, res, reader, &body)) return s.reply_error(res, *e);
   std::vector<ImageInput> inputs(1);
@@ -34,7 +34,7 @@ void ocr_one(OcrService& s, const httplib::Request& req, httplib::Response& res,
 
 void ocr_batch(OcrService& s, const httplib::Request& req, httplib::Response& res,
                const httplib::ContentReader& reader) {
-  if (auto e = s.refuse_unless_serving()) return s.reply_error(res, *e);
+  if (auto e = s.refuse_unless_serving()) return s.reply_error_body_unread(res, *e);
   RequestBody body;
   if (auto e = s.read_body(req, res, reader, &body)) return s.reply_error(res, *e);
   std::vector<ImageInput> inputs;

@@ -247,6 +247,11 @@ void OcrService::reply_error(httplib::Response& res, const ApiError& e, bool oip
   if (ctx.close_connection) close_after_response(res);
 }
 
+void OcrService::reply_error_body_unread(httplib::Response& res, const ApiError& e, bool oip) const {
+  current_request().close_connection = true;
+  reply_error(res, e, oip);
+}
+
 void close_after_response(httplib::Response& res) {
   // cpp-httplib 0.11.4 keeps a connection open whatever the response says; it closes one whose content provider
   // fails. This provider writes every byte of the response, then fails.

@@ -86,6 +86,9 @@ class OcrService {
   void reply_json(httplib::Response& res, int status, const nlohmann::ordered_json& body) const;
   // Answers an error: /v1 shape, or OIP's {"error": "..."} when `oip`.
   void reply_error(httplib::Response& res, const ApiError& e, bool oip = false) const;
+  // The same for a refusal before the request's body was read: the connection is closed after the answer, or the
+  // unread body would be parsed as the next request on it.
+  void reply_error_body_unread(httplib::Response& res, const ApiError& e, bool oip = false) const;
 
  private:
   ServerOptions options_;

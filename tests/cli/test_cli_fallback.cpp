@@ -80,7 +80,7 @@ TEST_F(CliFallback, NoGpuIsReportedNeverSilent) {
   if (backend.rfind("cuda", 0) == 0) GTEST_SKIP() << "a GPU serves here";
   EXPECT_EQ(backend, "cpu");
   // Even with --quiet the step down from the GPU rungs is on stderr, with the doctor's code and a fix.
-  EXPECT_NE(r.err.find("cuda-fp16 -> cpu: L1_"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("cuda-fp32 -> cpu: L1_"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("fix:"), std::string::npos) << r.err;
   for (auto& [name, res] : j.items()) EXPECT_TRUE(res.contains("fallbacks"));
 }

@@ -1,8 +1,13 @@
 // The judgement of layers 1-2 on synthetic facts: every failure class without broken hardware.
 #include <gtest/gtest.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
+#include <filesystem>
 
 #include "doctor/device_checks.h"
 #include "doctor/dynlib.h"
@@ -84,6 +89,51 @@ TEST(DoctorLayer1, HealthyMachinePasses) {
   auto checks = evaluate_layer1(healthy_l1());
   EXPECT_EQ(summarize_layer(checks), LayerStatus::kPass);
   EXPECT_NE(find_check(checks, "devices").summary.find("NVIDIA H200 (cc 9.0"), std::string::npos);
+}
+
+TEST(DoctorLayer1, GpuSharingIsReportedNotFailed) {
+  Layer1Facts f = healthy_l1();
+  EXPECT_EQ(find_check(evaluate_layer1(f), "mig").code, "");
+  EXPECT_EQ(find_check(evaluate_layer1(f), "mps").code, "");
+  f.nvml.devices[0].mig_current = f.nvml.devices[0].mig_pending = 1;
+  f.nvml.devices[0].mig_instances = 7;
+  f.mps.pipe_dir = "/tmp/nvidia-mps";
+  f.mps.control_socket = true;
+  f.mps.pinned_device_mem_limit = "0=20G";
+  auto checks = evaluate_layer1(f);
+  const CheckResult& mig = find_check(checks, "mig");
+  EXPECT_EQ(mig.code, "L1_MIG_ENABLED");
+  EXPECT_EQ(mig.status, CheckStatus::kPass);
+  EXPECT_NE(mig.summary.find("GPU 0 (NVIDIA H200): 7 MIG instance(s)"), std::string::npos) << mig.summary;
+  const CheckResult& mps = find_check(checks, "mps");
+  EXPECT_EQ(mps.code, "L1_MPS_ACTIVE");
+  EXPECT_NE(mps.evidence["limits"].get<std::string>().find("CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=0=20G"),
+            std::string::npos);
+  EXPECT_EQ(summarize_layer(checks), LayerStatus::kPass);  // information, not a problem
+  EXPECT_FALSE(mps.fix.empty());
+}
+
+TEST(DoctorLayer1, MpsControlSocketIsFound) {
+  const std::string dir = ::testing::TempDir() + "/mps_pipe";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  ::setenv("CUDA_MPS_PIPE_DIRECTORY", dir.c_str(), 1);
+  EXPECT_FALSE(probe_mps().control_socket);
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  const std::string path = dir + "/control";
+  ASSERT_LT(path.size(), sizeof(addr.sun_path));
+  std::strncpy(addr.sun_path, path.c_str(), sizeof(addr.sun_path) - 1);
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  MpsFacts m = probe_mps();
+  EXPECT_TRUE(m.control_socket);
+  EXPECT_TRUE(m.pipe_dir_from_env);
+  EXPECT_EQ(m.pipe_dir, dir);
+  ::close(fd);
+  ::unsetenv("CUDA_MPS_PIPE_DIRECTORY");
+  std::filesystem::remove_all(dir);
 }
 
 TEST(DoctorLayer1, HiddenDevicesByEnvironment) {

@@ -267,7 +267,7 @@ TEST_F(Engine, NoGpuHereMeansVisibleStartupFallbackToCpu) {
   if ((*e)->current_rung().rfind("cuda", 0) == 0) GTEST_SKIP() << "a GPU is usable here";
   EXPECT_EQ((*e)->current_rung(), "cpu");
   auto events = (*e)->events();
-  ASSERT_EQ(events.size(), 2u);  // cuda-fp16 and cuda-fp32 ruled out, each with the doctor's finding
+  ASSERT_EQ(events.size(), 2u);  // cuda-fp32 and cuda-fp16 ruled out, each with the doctor's finding
   for (auto& ev : events) {
     EXPECT_EQ(ev.to, "cpu");
     EXPECT_EQ(ev.reason.rfind("L", 0), 0u) << ev.reason;  // a doctor code (L1_NO_DRIVER here)
@@ -277,8 +277,8 @@ TEST_F(Engine, NoGpuHereMeansVisibleStartupFallbackToCpu) {
   for (auto& r : (*e)->ocr_batch(jobs_)) {
     EXPECT_EQ(r.rung, "cpu");
     ASSERT_EQ(r.events.size(), 2u);
-    EXPECT_EQ(r.events[0].from, "cuda-fp16");
-    EXPECT_EQ(r.events[1].from, "cuda-fp32");
+    EXPECT_EQ(r.events[0].from, "cuda-fp32");  // the ladder's order (engine/options.h)
+    EXPECT_EQ(r.events[1].from, "cuda-fp16");
   }
 }
 

@@ -325,11 +325,14 @@ TEST_F(ServerLifecycle, SigtermUnderLoadFinishesInFlightRefusesNewAndExitsZero) 
   if (late) {
     EXPECT_EQ(late->status, 503);
     EXPECT_EQ(late->get_header_value("X-Steadyocr-Error-Code"), "SERVER_DRAINING");
+    EXPECT_EQ(late->get_header_value("Connection"), "close");  // its body was never read
   }
   for (auto& th : clients) th.join();
   EXPECT_EQ(before.lost, 0);
   EXPECT_EQ(before.by_status[200], 4) << "every request in flight at SIGTERM completes";
   EXPECT_EQ(s.wait_exit(25), 0) << s.log();
+  // The refused request's unread body was not parsed as another request on its connection.
+  EXPECT_EQ(s.log().find("BAD_REQUEST"), std::string::npos) << s.log();
   EXPECT_LT(ms_since(t0), 21000);
   EXPECT_FALSE(s.client(2).Get("/livez")) << "nothing listens after the drain";
 }
