@@ -9,7 +9,7 @@
 #     the cuDNN sub-libraries it opens itself, into /opt/steadyocr/lib/nvidia, with their licence files. Never libcuda
 #     (the NVIDIA container runtime mounts the driver's); the CUDA runtime is linked statically into the plugin.
 #   - a non-root user (uid 10001), HEALTHCHECK on /readyz (curl), ENTRYPOINT `steadyocr serve`
-# and it prints the image's size and its large parts.
+# and it prints the image's size and its large parts (scripts/image_size.py).
 #
 #   scripts/build_image.sh                          as root, on Debian 12 with buildah (apt-get install buildah)
 #   BUILD_DIR=/work/main/build scripts/build_image.sh
@@ -173,7 +173,8 @@ in_root apt-get update -qq >"$OUT_DIR/apt.log" 2>&1 ||
 in_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${PACKAGES[@]}" >>"$OUT_DIR/apt.log" 2>&1 ||
   { tail -5 "$OUT_DIR/apt.log"; die "apt-get install of the image's packages failed (log $OUT_DIR/apt.log): a name in scripts/debian-packages.txt ('image:') may be wrong"; }
 unmount_all
-rm -rf "$ROOT"/var/lib/apt/lists/* "$ROOT"/var/cache/apt/*.bin "$ROOT"/var/log/apt "$ROOT"/var/log/dpkg.log \
+# debootstrap's own .deb files are still in the root's archive folder (under the cache mounted above): not wanted.
+rm -rf "$ROOT"/var/lib/apt/lists/* "$ROOT"/var/cache/apt/*.bin "$ROOT"/var/cache/apt/archives/*.deb "$ROOT"/var/log/apt "$ROOT"/var/log/dpkg.log \
   "$ROOT"/usr/share/man "$ROOT"/usr/share/info
 : >"$ROOT/etc/resolv.conf" # the container runtime provides its own
 # Nothing of a build toolchain may have come in through a dependency.
@@ -201,6 +202,10 @@ if [[ -n $HAVE_CUDA ]]; then
     mkdir -p "$ROOT$PREFIX/share/licenses/nvidia-$comp"
     install -m 644 "${LICENSES[$comp]}" "$ROOT$PREFIX/share/licenses/nvidia-$comp/$(basename "${LICENSES[$comp]}")"
   done
+  if [[ -z ${NVIDIA_LIBS[libcudart.so.13]:-} ]]; then
+    echo "   CUDA runtime: linked into the plugin statically (it has no libcudart NEEDED): no libcudart carried"
+  fi
+  echo "   libcuda: not carried (the NVIDIA container runtime mounts the driver's)"
   echo "$NVIDIA_DIR" >"$ROOT/etc/ld.so.conf.d/steadyocr-nvidia.conf"
 fi
 in_root ldconfig
@@ -216,6 +221,8 @@ for f in "$ROOT$PREFIX/bin/steadyocr" "$ROOT$PREFIX/bin/steadyocr-doctor" "$ROOT
   [[ -z $missing ]] ||
     die "$f in the image cannot find $missing: add the Debian package holding it (dpkg -S on the build machine) to its line of scripts/debian-packages.txt as 'image: PKG'"
 done
+stray=$(cd "$ROOT" && find . -xdev \( -name 'libcuda.so*' -o -name 'libnvidia-ml.so*' \) | paste -sd' ')
+[[ -z $stray ]] || die "driver libraries in the image: $stray: they must come from the host's driver (the NVIDIA container runtime mounts them); remove their source from the copy"
 mount_in "$ROOT/proc" -t proc proc
 mount_in "$ROOT/dev" --bind /dev
 chroot --userspec=$APP_UID:$APP_UID "$ROOT" /usr/bin/env -i PATH=$PREFIX/bin:/usr/bin:/bin HOME=/tmp \
@@ -279,47 +286,15 @@ buildah config \
   "$CTR"
 # Docker's image format (here and at `buildah from`): the OCI image config has no HEALTHCHECK (buildah drops it
 # there); registries, podman, Docker and Kubernetes take both.
+old_id=$(buildah images --noheading --format '{{.ID}}' "$IMAGE" 2>/dev/null | head -1 || true)
 buildah commit --quiet --format docker --rm "$CTR" "$IMAGE" >"$OUT_DIR/image-id"
 CTR=""
+# The previous image of this name, now untagged: removed unless a container still uses it.
+if [[ -n $old_id && $(cut -c1-12 "$OUT_DIR/image-id") != "$old_id"* ]]; then
+  buildah rmi "$old_id" >/dev/null 2>&1 && echo "   removed the previous $IMAGE ($old_id)" || true
+fi
 
 step "size"
-python3 - "$ROOT" "$PREFIX" "$NVIDIA_DIR" "$IMAGE" "$(buildah images --noheading --format '{{.Size}}' "$IMAGE" | head -1)" <<'PY' | tee "$OUT_DIR/size.txt"
-import os, subprocess, sys
-root, prefix, nvidia, image, reported = sys.argv[1:]
-
-def du(path):
-    total = 0
-    for d, _, files in os.walk(path):
-        for f in files:
-            p = os.path.join(d, f)
-            if not os.path.islink(p):
-                total += os.lstat(p).st_size
-    return total
-
-mib = lambda b: b / 2**20
-groups = {"cuBLASLt": [], "cuBLAS": [], "cuDNN engines (precompiled)": [], "cuDNN other parts": []}
-nv = os.path.join(root, nvidia.lstrip("/"))
-for f in sorted(os.listdir(nv)) if os.path.isdir(nv) else []:
-    key = ("cuBLASLt" if f.startswith("libcublasLt") else "cuBLAS" if f.startswith("libcublas")
-           else "cuDNN engines (precompiled)" if "engines_precompiled" in f else "cuDNN other parts")
-    groups[key].append((f, os.path.getsize(os.path.join(nv, f))))
-total = du(root)
-opt = du(os.path.join(root, prefix.lstrip("/")))
-print(f"image {image}: {reported} as buildah reports it; its root holds {mib(total):.0f} MiB (uncompressed)")
-rows = []
-for k, files in groups.items():
-    if files:
-        rows.append((k, sum(s for _, s in files), ", ".join(f"{f} {mib(s):.0f}" for f, s in files)))
-rows.append(("models", du(os.path.join(root, prefix.lstrip("/"), "models")), "PP-OCRv4 det/rec, v2.0 cls, dictionary"))
-rows.append(("steadyocr binaries and engine libraries", du(os.path.join(root, prefix.lstrip("/"), "bin")) +
-             du(os.path.join(root, prefix.lstrip("/"), "lib", "steadyocr")), "bin/, lib/steadyocr/ (the CUDA plugin included)"))
-rows.append(("Debian (minbase + run-time packages)", total - opt, "everything outside " + prefix))
-for name, size, what in rows:
-    print(f"  {name:42s} {mib(size):7.0f} MiB  {what}")
-out = subprocess.run(["chroot", root, "dpkg-query", "-W", "-f", "${Installed-Size}\t${Package}\n"],
-                     capture_output=True, text=True, check=True).stdout
-pk = sorted(((int(l.split("\t")[0] or 0), l.split("\t")[1]) for l in out.splitlines() if l.strip()), reverse=True)
-print(f"  largest of the {len(pk)} Debian packages (Installed-Size): " +
-      ", ".join(f"{p} {k / 1024:.0f}" for k, p in pk[:10]) + " MiB")
-PY
+scripts/image_size.py "$ROOT" "$PREFIX" "$NVIDIA_DIR" "$IMAGE" "$(buildah images --noheading --format '{{.Size}}' "$IMAGE" | head -1)" \
+  "$TARBALL" "${PACKAGES[@]}" | tee "$OUT_DIR/size.txt"
 echo "build_image: done: $IMAGE (size report $OUT_DIR/size.txt); test it with scripts/test_image.sh"
