@@ -169,9 +169,21 @@ mount_in "$ROOT/proc" -t proc proc
 mount_in "$ROOT/dev" --bind /dev
 mount_in "$ROOT/var/cache/apt/archives" --bind "$CI_CACHE/debs"
 in_root apt-get update -qq >"$OUT_DIR/apt.log" 2>&1 ||
-  { tail -5 "$OUT_DIR/apt.log"; die "apt-get update in the image root failed (log $OUT_DIR/apt.log): check this machine's network and DNS (/etc/resolv.conf is copied in)"; }
-in_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${PACKAGES[@]}" >>"$OUT_DIR/apt.log" 2>&1 ||
-  { tail -5 "$OUT_DIR/apt.log"; die "apt-get install of the image's packages failed (log $OUT_DIR/apt.log): a name in scripts/debian-packages.txt ('image:') may be wrong"; }
+  die "apt-get update in the image root failed: $(grep -E '^(E|W):' "$OUT_DIR/apt.log" | tail -2 | paste -sd' ') (log $OUT_DIR/apt.log): check this machine's network and DNS (/etc/resolv.conf is copied in)"
+# The .deb cache is shared with .ci/run: while another apt holds its lock, wait (up to 10 minutes) instead of failing.
+for try in $(seq 60); do
+  if in_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${PACKAGES[@]}" \
+    >>"$OUT_DIR/apt.log" 2>&1; then
+    break
+  fi
+  if tail -3 "$OUT_DIR/apt.log" | grep -q 'Could not get lock' && ((try < 60)); then
+    ((try == 1)) && echo "   another apt holds the lock of $CI_CACHE/debs (.ci/run?): waiting for it"
+    sleep 10
+    continue
+  fi
+  errors=$(grep '^E:' "$OUT_DIR/apt.log" | tail -3 | paste -sd' ')
+  die "apt-get install of the image's packages failed: ${errors:-see $OUT_DIR/apt.log} (a package named by an 'image:' entry of scripts/debian-packages.txt that Debian 12 lacks is one cause; log $OUT_DIR/apt.log)"
+done
 unmount_all
 # debootstrap's own .deb files are still in the root's archive folder (under the cache mounted above): not wanted.
 rm -rf "$ROOT"/var/lib/apt/lists/* "$ROOT"/var/cache/apt/*.bin "$ROOT"/var/cache/apt/archives/*.deb "$ROOT"/var/log/apt "$ROOT"/var/log/dpkg.log \
@@ -275,7 +287,7 @@ buildah config \
   --stop-signal SIGTERM \
   --entrypoint "[\"$PREFIX/bin/steadyocr\", \"serve\"]" \
   --cmd "--host 0.0.0.0 --port $PORT --models $PREFIX/models" \
-  --healthcheck "CMD-SHELL curl -fsS -o /dev/null http://127.0.0.1:$PORT/readyz || exit 1" \
+  --healthcheck "CMD-SHELL 'curl -fsS -o /dev/null http://127.0.0.1:$PORT/readyz || exit 1'" \
   --healthcheck-interval 10s --healthcheck-timeout 3s --healthcheck-start-period 120s --healthcheck-retries 3 \
   --label org.opencontainers.image.title=steadyocr \
   --label org.opencontainers.image.version="$VERSION" \
@@ -287,6 +299,10 @@ buildah config \
 # Docker's image format (here and at `buildah from`): the OCI image config has no HEALTHCHECK (buildah drops it
 # there); registries, podman, Docker and Kubernetes take both.
 old_id=$(buildah images --noheading --format '{{.ID}}' "$IMAGE" 2>/dev/null | head -1 || true)
+# buildah splits --healthcheck into words: the quotes above keep the shell command one word, as CMD-SHELL needs.
+hc=$(buildah inspect --type container "$CTR" | python3 -c 'import json,sys; print(json.load(sys.stdin)["Docker"]["config"]["Healthcheck"]["Test"])')
+[[ $hc == "['CMD-SHELL', 'curl -fsS -o /dev/null http://127.0.0.1:$PORT/readyz || exit 1']" ]] ||
+  die "the HEALTHCHECK came out as $hc: CMD-SHELL and one shell command expected (buildah's word splitting changed?)"
 buildah commit --quiet --format docker --rm "$CTR" "$IMAGE" >"$OUT_DIR/image-id"
 CTR=""
 # The previous image of this name, now untagged: removed unless a container still uses it.

@@ -49,6 +49,8 @@ IMAGE_USER=$(jget User)
 [[ -n $IMAGE_USER && ${IMAGE_USER%%:*} != 0 && ${IMAGE_USER%%:*} != root ]] || die "the image's user is '${IMAGE_USER:-unset}': it must be a non-root uid"
 mapfile -t ENTRYPOINT < <(jget Entrypoint)
 [[ ${ENTRYPOINT[*]} == */steadyocr\ serve ]] || die "the image's ENTRYPOINT is '${ENTRYPOINT[*]}', not steadyocr serve"
+HC_OK=$($PY -c 'import json,sys; t=json.loads(sys.argv[1]).get("Healthcheck", {}).get("Test") or []; print(int((t[:1] == ["CMD-SHELL"] and len(t) == 2) or (t[:1] == ["CMD"] and len(t) > 1)))' "$CONFIG")
+[[ $HC_OK == 1 ]] || die "the image's HEALTHCHECK is malformed ($(jget Healthcheck)): CMD-SHELL takes one shell command, CMD an argv"
 SERVE_ARGS=(--host 127.0.0.1 --port "$PORT" --models /opt/steadyocr/models --drain-s 20 --threads 2)
 
 # --- the two ways of running it; each defines start_server, server_uid, stop_server (SIGTERM), wait_exit (sets
