@@ -37,6 +37,10 @@ if [[ ! -f models/ch_PP-OCRv4_rec_infer.onnx || ! -f models/ppocr_keys_v1.txt ]]
 fi
 ls -l models
 
+echo "== the manifests' validator (npm packages of tests/deploy/package-lock.json -> $BUILD_DIR/deploy-validate)"
+mkdir -p "$BUILD_DIR"
+scripts/deploy_validator.sh "$BUILD_DIR"
+
 echo "== building ($BUILD_DIR, $JOBS jobs)"
 cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DSTEADYOCR_CUDA="${STEADYOCR_CUDA:-AUTO}" >/dev/null
 ninja -C "$BUILD_DIR" -j "$JOBS"
