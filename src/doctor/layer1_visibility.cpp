@@ -235,12 +235,16 @@ CheckResult check_mig(const Layer1Facts& f) {
     const NvmlDevice& d = f.nvml.devices[i];
     ev.push_back({{"index", i},
                   {"name", d.name},
-                  {"mig_mode", d.mig_current < 0 ? "not supported" : d.mig_current == 1 ? "enabled" : "disabled"},
-                  {"mig_mode_pending", d.mig_pending < 0 ? "-" : d.mig_pending == 1 ? "enabled" : "disabled"},
+                  {"mig_mode", d.mig_current < 0    ? "not supported"
+                               : d.mig_current == 1 ? "enabled"
+                                                    : "disabled"},
+                  {"mig_mode_pending", d.mig_pending < 0    ? "-"
+                                       : d.mig_pending == 1 ? "enabled"
+                                                            : "disabled"},
                   {"mig_instances", d.mig_instances}});
     if (d.mig_current == 1) {
-      enabled += fmt::format("{}GPU {} ({}): {} MIG instance(s)", enabled.empty() ? "" : "; ", i, d.name,
-                             d.mig_instances);
+      enabled +=
+          fmt::format("{}GPU {} ({}): {} MIG instance(s)", enabled.empty() ? "" : "; ", i, d.name, d.mig_instances);
     }
   }
   nlohmann::json evidence = {{"devices", ev}, {"cuda_visible_devices", shown(f.env.cuda_visible_devices)}};

@@ -352,14 +352,15 @@ nlohmann::json to_json(const NvmlFacts& f) {
   j["device_count"] = f.device_count;
   nlohmann::json devs = nlohmann::json::array();
   for (const auto& d : f.devices) {
-    devs.push_back({{"name", d.name},
-                    {"uuid", d.uuid},
-                    {"total_mib", d.total_bytes >> 20},
-                    {"used_mib", d.used_bytes >> 20},
-                    {"ecc_uncorrected_volatile", d.ecc_uncorrected_volatile},
-                    {"mig_mode", d.mig_current < 0 ? nlohmann::json(nullptr) : nlohmann::json(d.mig_current == 1)},
-                    {"mig_mode_pending", d.mig_pending < 0 ? nlohmann::json(nullptr) : nlohmann::json(d.mig_pending == 1)},
-                    {"mig_instances", d.mig_instances}});
+    devs.push_back(
+        {{"name", d.name},
+         {"uuid", d.uuid},
+         {"total_mib", d.total_bytes >> 20},
+         {"used_mib", d.used_bytes >> 20},
+         {"ecc_uncorrected_volatile", d.ecc_uncorrected_volatile},
+         {"mig_mode", d.mig_current < 0 ? nlohmann::json(nullptr) : nlohmann::json(d.mig_current == 1)},
+         {"mig_mode_pending", d.mig_pending < 0 ? nlohmann::json(nullptr) : nlohmann::json(d.mig_pending == 1)},
+         {"mig_instances", d.mig_instances}});
   }
   j["devices"] = devs;
   return j;

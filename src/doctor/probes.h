@@ -87,9 +87,9 @@ NvmlFacts probe_nvml();
 struct MpsFacts {
   std::string pipe_dir;
   bool pipe_dir_from_env = false;
-  bool control_socket = false;                 // <pipe_dir>/control exists and is a socket
-  std::string active_thread_percentage;        // $CUDA_MPS_ACTIVE_THREAD_PERCENTAGE, empty when unset
-  std::string pinned_device_mem_limit;         // $CUDA_MPS_PINNED_DEVICE_MEM_LIMIT, empty when unset
+  bool control_socket = false;           // <pipe_dir>/control exists and is a socket
+  std::string active_thread_percentage;  // $CUDA_MPS_ACTIVE_THREAD_PERCENTAGE, empty when unset
+  std::string pinned_device_mem_limit;   // $CUDA_MPS_PINNED_DEVICE_MEM_LIMIT, empty when unset
 };
 MpsFacts probe_mps();
 

@@ -110,7 +110,12 @@ TEST(DoctorLayer1, GpuSharingIsReportedNotFailed) {
   EXPECT_NE(mps.evidence["limits"].get<std::string>().find("CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=0=20G"),
             std::string::npos);
   EXPECT_EQ(summarize_layer(checks), LayerStatus::kPass);  // information, not a problem
-  EXPECT_FALSE(mps.fix.empty());
+  for (CheckResult c : {mig, mps}) {
+    annotate(c, KnowledgeBase::builtin());
+    EXPECT_EQ(c.failure_class, "gpu_sharing");
+    EXPECT_FALSE(c.fix.empty());
+    EXPECT_EQ(c.remediation.find("(unknown)"), std::string::npos) << c.remediation;  // every placeholder filled
+  }
 }
 
 TEST(DoctorLayer1, MpsControlSocketIsFound) {
