@@ -42,7 +42,8 @@ for n in "${SIZES[@]}"; do
     echo "Guten OCR left out: $GUTEN_DIR/node_modules/@gutenye/ocr-node missing (npm install @gutenye/ocr-node there)" | tee -a "$OUT/summary.txt"
   fi
   if command -v tesseract >/dev/null; then
-    cmds+=(-n "Tesseract 5" "/usr/bin/python3 $PEERS/tess_peer.py $dir $OUT/tess.json eng")
+    langs=eng; tesseract --list-langs 2>/dev/null | grep -qx chi_sim && langs=chi_sim+eng  # as bench/cpu_vs_peers.sh
+    cmds+=(-n "Tesseract 5 ($langs)" "/usr/bin/python3 $PEERS/tess_peer.py $dir $OUT/tess.json $langs")
   else
     echo "Tesseract left out: not installed (apt-get install tesseract-ocr tesseract-ocr-eng)" | tee -a "$OUT/summary.txt"
   fi
