@@ -4,9 +4,13 @@
 #include <opencv2/imgproc.hpp>
 
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+
+#include "pipeline/jpeg_decode.h"
+#include "pipeline/png_decode.h"
 
 namespace steadyocr::pipeline {
 namespace {
@@ -101,6 +105,7 @@ cv::Mat flatten_alpha(const cv::Mat& bgra, bool* on_black) {
 }
 
 Result<DecodedImage> decode_image(const uint8_t* data, size_t size, const DecodeLimits& limits) {
+  const auto started = std::chrono::steady_clock::now();
   ASSIGN_OR_RETURN(ImageHeader header, parse_image_header(data, size));
   const char* fmt = image_format_name(header.format);
   if (header.format == ImageFormat::kGif) {
@@ -121,18 +126,47 @@ Result<DecodedImage> decode_image(const uint8_t* data, size_t size, const Decode
   }
   RETURN_IF_ERROR(check_image_complete(header, data, size));
 
-  // JPEG: OpenCV applies the EXIF orientation itself with IMREAD_COLOR and there is no alpha to keep.
-  // Other formats: decode everything (alpha, 16 bits). OpenCV's TIFF reader orients by itself; PNG (eXIf)
-  // and WebP (EXIF chunk) are oriented here.
-  const bool jpeg = header.format == ImageFormat::kJpeg;
+  // Every decoder gets its limits before it allocates. JPEG and PNG are read with libjpeg and libpng directly
+  // (scan limit, deadline, memory caps, corrupt data as an error); the others through OpenCV, from the header
+  // checks above. OpenCV's TIFF reader orients by itself; JPEG, PNG (eXIf) and WebP (EXIF chunk) are oriented here.
+  const auto deadline = limits.decode_deadline_ms > 0 ? started + std::chrono::milliseconds(limits.decode_deadline_ms)
+                                                      : std::chrono::steady_clock::time_point::max();
   cv::Mat raw;
-  try {
-    cv::Mat buf(1, static_cast<int>(size), CV_8U, const_cast<uint8_t*>(data));
-    raw = cv::imdecode(buf, jpeg ? cv::IMREAD_COLOR : cv::IMREAD_UNCHANGED);
-  } catch (const cv::Exception& e) {
-    return data_loss(std::string(fmt) + " data could not be decoded: " + e.err);
+  if (header.format == ImageFormat::kJpeg) {
+    JpegLimits jl;
+    jl.max_scans = limits.max_jpeg_scans;
+    jl.deadline = deadline;
+    jl.deadline_ms = limits.decode_deadline_ms;
+    // libjpeg's own buffers: at most the whole image's DCT coefficients (2 bytes each, up to 4 components) and
+    // its row buffers; anything past that is a hostile file.
+    jl.max_memory_bytes = header.width * header.height * 8 + (int64_t{64} << 20);
+    ASSIGN_OR_RETURN(raw, decode_jpeg(data, size, jl));
+  } else if (header.format == ImageFormat::kPng) {
+    PngLimits pl;
+    pl.max_side = limits.max_side;
+    pl.deadline = deadline;
+    pl.deadline_ms = limits.decode_deadline_ms;
+    ASSIGN_OR_RETURN(raw, decode_png(data, size, pl));
+  } else {
+    try {
+      cv::Mat buf(1, static_cast<int>(size), CV_8U, const_cast<uint8_t*>(data));
+      raw = cv::imdecode(buf, cv::IMREAD_UNCHANGED);
+    } catch (const cv::Exception& e) {
+      return data_loss(std::string(fmt) + " data could not be decoded: " + e.err);
+    }
+    if (raw.empty()) {
+      return data_loss(std::string(fmt) + " data could not be decoded (the file is corrupt or truncated)");
+    }
   }
-  if (raw.empty()) return data_loss(std::string(fmt) + " data could not be decoded (the file is corrupt or truncated)");
+  if (raw.cols != header.width || raw.rows != header.height) {
+    // Orientation is applied below, so the decoded picture has the stored size: anything else is a file whose
+    // header and image data disagree.
+    if (header.format != ImageFormat::kTiff) {
+      return data_loss(std::string(fmt) + " image data is " + std::to_string(raw.cols) + "x" +
+                       std::to_string(raw.rows) + " but its header declares " + std::to_string(header.width) + "x" +
+                       std::to_string(header.height) + "; the file is damaged");
+    }
+  }
 
   DecodedImage out;
   out.header = header;
@@ -152,7 +186,7 @@ Result<DecodedImage> decode_image(const uint8_t* data, size_t size, const Decode
       return unsupported(std::string(fmt) + " image with " + std::to_string(m8.channels()) +
                          " channels is not supported (1, 3 or 4 expected)");
   }
-  if (header.format == ImageFormat::kPng || header.format == ImageFormat::kWebp) {
+  if (header.format != ImageFormat::kTiff) {
     out.bgr = apply_orientation(out.bgr, header.orientation);
   }
   if (!out.bgr.isContinuous()) out.bgr = out.bgr.clone();
