@@ -181,6 +181,8 @@ Result<ImageHeader> parse_gif(const uint8_t* d, size_t n) {
   if (n < 10) return cut_short("GIF", "the header is cut short");
   h.width = le16(d + 6);
   h.height = le16(d + 8);
+  // Every parser promises positive sides (found by fuzz_decode: a GIF screen of width 0 passed).
+  if (h.width == 0 || h.height == 0) return cut_short("GIF", "the header declares a zero size");
   return h;
 }
 
@@ -316,7 +318,8 @@ Status check_image_complete(const ImageHeader& header, const uint8_t* d, size_t 
       // scan header is the real end-of-image marker.
       size_t pos = 2;
       const uint8_t* sos = nullptr;
-      while (n - pos >= 4) {
+      // pos may pass n when the last segment's length points beyond the file (found by fuzz_decode).
+      while (pos <= n && n - pos >= 4) {
         if (d[pos] != 0xFF) break;
         uint8_t marker = d[pos + 1];
         if (marker == 0xFF) {

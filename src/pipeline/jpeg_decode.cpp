@@ -45,7 +45,6 @@ bool invents_pixels(int msg_code) {
     case JWRN_HIT_MARKER:      // premature end of a data segment
     case JWRN_MUST_RESYNC:     // corrupt data, resynchronising
     case JWRN_HUFF_BAD_CODE:   // bad Huffman code
-    case JWRN_ARITH_BAD_CODE:  // bad arithmetic code
     case JWRN_NOT_SEQUENTIAL:  // invalid SOS parameters for sequential JPEG
       return true;
     default:

@@ -35,19 +35,19 @@ Refusal read_input(const json& input, std::string_view* binary, int max_batch, s
     return invalid("the input's name and datatype must be strings");
   }
   if (input["datatype"] != "BYTES") {
-    return invalid("input '" + input.value("name", "") + "' has datatype " + input["datatype"].dump() +
+    return invalid("input '" + input.value("name", "") + "' has datatype " + json_text(input["datatype"]) +
                        "; the ocr model takes BYTES (encoded image files)",
                    "send the image files as a BYTES tensor");
   }
   if (!input["shape"].is_array() || input["shape"].empty()) return invalid("the input's shape must be a list");
   int64_t elements = 1;
   for (const auto& d : input["shape"]) {
-    if (!d.is_number_integer() || d.get<int64_t>() < 0) return invalid("the shape holds " + d.dump());
+    if (!d.is_number_integer() || d.get<int64_t>() < 0) return invalid("the shape holds " + json_text(d));
     shape->push_back(d.get<int64_t>());
     elements *= d.get<int64_t>();
   }
   if (shape->size() > 2 || (shape->size() == 2 && (*shape)[1] != 1)) {
-    return invalid("the input's shape is " + input["shape"].dump() + "; the ocr model takes [N] or [N, 1]");
+    return invalid("the input's shape is " + json_text(input["shape"]) + "; the ocr model takes [N] or [N, 1]");
   }
   if (elements > max_batch) {
     return api_error(
@@ -61,7 +61,7 @@ Refusal read_input(const json& input, std::string_view* binary, int max_batch, s
     if (!input["parameters"].is_object()) return invalid("the input's parameters must be an object");
     for (const auto& [k, v] : input["parameters"].items()) {
       if (k == "binary_data_size") {
-        if (!v.is_number_integer()) return invalid("binary_data_size must be an integer (got " + v.dump() + ")");
+        if (!v.is_number_integer()) return invalid("binary_data_size must be an integer (got " + json_text(v) + ")");
         binary_size = v.get<int64_t>();
       } else if (k != "content_type") {
         return api_error("UNKNOWN_OPTION", "unknown input parameter '" + k + "'",
@@ -108,7 +108,7 @@ Refusal read_input(const json& input, std::string_view* binary, int max_batch, s
     }
   }
   if (static_cast<int64_t>(out->size()) != elements) {
-    return invalid("the input's shape " + input["shape"].dump() + " holds " + std::to_string(elements) +
+    return invalid("the input's shape " + json_text(input["shape"]) + " holds " + std::to_string(elements) +
                    " elements but " + std::to_string(out->size()) + " were sent");
   }
   return std::nullopt;
@@ -182,8 +182,8 @@ Refusal parse_infer(const RequestBody& body, const std::optional<std::string>& h
   if (j.contains("outputs")) {
     if (!j["outputs"].is_array()) return invalid("'outputs' must be a list");
     for (const auto& o : j["outputs"]) {
-      if (!o.is_object() || o.value("name", "") != kOutput) {
-        return invalid("unknown output " + (o.is_object() && o.contains("name") ? o["name"].dump() : o.dump()) +
+      if (!o.is_object() || o.value("name", "") != kInferOutput) {
+        return invalid("unknown output " + (o.is_object() && o.contains("name") ? json_text(o["name"]) : json_text(o)) +
                        "; the ocr model's output is RESULT");
       }
       if (o.contains("parameters") && o["parameters"].is_object()) {

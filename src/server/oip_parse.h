@@ -14,6 +14,7 @@
 namespace steadyocr::server {
 
 inline constexpr const char* kInferInput = "IMAGE";
+inline constexpr const char* kInferOutput = "RESULT";
 inline constexpr const char* kInferHeaderLength = "Inference-Header-Content-Length";
 
 struct InferRequest {

@@ -19,7 +19,7 @@ using ojson = nlohmann::ordered_json;
 
 constexpr const char* kModel = "ocr";
 constexpr const char* kVersion = "1";
-constexpr const char* kOutput = "RESULT";
+constexpr const char* kOutput = kInferOutput;
 
 // OIP answers a client's fault with 400 (Triton's INVALID_ARG); the HTTP-level codes (404, 408, 411, 413, 415) and
 // the server's (5xx) stay.
