@@ -24,8 +24,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   FuzzedDataProvider in(data, size);
   const int map_h = in.ConsumeIntegralInRange(1, 96);
   const int map_w = in.ConsumeIntegralInRange(1, 96);
-  const int src_h = in.ConsumeIntegralInRange(1, 2000);
-  const int src_w = in.ConsumeIntegralInRange(1, 2000);
+  // The picture the boxes are scaled to, and cropped from: small enough that a crop (warpPerspective, as costly as
+  // its area) stays cheap, large enough for the scaling to matter.
+  const int src_h = in.ConsumeIntegralInRange(1, 480);
+  const int src_w = in.ConsumeIntegralInRange(1, 480);
   DbOptions o;
   o.thresh = in.ConsumeFloatingPointInRange(-0.5f, 1.5f);
   o.box_thresh = in.ConsumeFloatingPointInRange(-0.5, 1.5);
@@ -47,8 +49,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       if (p.x < 0 || p.y < 0 || p.x > src_w || p.y > src_h) std::abort();  // boxes are clipped to the picture
     }
   }
-  // Crops of the boxes found and of quads straight from the input, on a small picture.
-  cv::Mat image(std::min(src_h, 256), std::min(src_w, 256), CV_8UC3, cv::Scalar(200, 100, 50));
+  // Crops of the boxes found and of quads straight from the input.
+  cv::Mat image(src_h, src_w, CV_8UC3, cv::Scalar(200, 100, 50));
   for (size_t i = 0; i < boxes.size() && i < 8; ++i) {
     cv::Mat c = crop_text_region(image, boxes[i].quad);
     if (!c.empty() && (c.type() != CV_8UC3 || c.cols > 20000 || c.rows > 20000)) std::abort();

@@ -19,10 +19,11 @@ inline constexpr const char* kImageTooManyScans = "IMAGE_TOO_MANY_SCANS";
 inline constexpr const char* kImageDecodeTimeout = "IMAGE_DECODE_TIMEOUT";
 
 struct JpegLimits {
-  int max_scans = 100;                             // scans of a progressive file (baseline files have one)
-  std::chrono::steady_clock::time_point deadline;  // the decode stops after it (time_point::max(): none)
-  int64_t deadline_ms = 0;                         // for the message only
-  int64_t max_memory_bytes = int64_t{4} << 30;     // libjpeg's own buffers (coefficients of progressive files)
+  int max_scans = 100;  // scans of a progressive file (baseline files have one)
+  // The decode stops after it (the default: never).
+  std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
+  int64_t deadline_ms = 0;                      // for the message only
+  int64_t max_memory_bytes = int64_t{4} << 30;  // libjpeg's own buffers (coefficients of progressive files)
 };
 
 // Decodes to 8-bit BGR (CV_8UC3) as OpenCV's imdecode(IMREAD_COLOR) does, without applying EXIF orientation.

@@ -15,10 +15,10 @@ namespace steadyocr::pipeline {
 
 struct PngLimits {
   int64_t max_side = 20000;
-  std::chrono::steady_clock::time_point deadline;  // time_point::max(): none
-  int64_t deadline_ms = 0;                         // for the message only
-  int64_t max_chunk_bytes = 8'000'000;             // an ancillary chunk (text, ICC profile), inflated or not
-  int max_chunks = 256;                            // ancillary chunks kept (text, sPLT, unknown)
+  std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();  // default: none
+  int64_t deadline_ms = 0;              // for the message only
+  int64_t max_chunk_bytes = 8'000'000;  // an ancillary chunk (text, ICC profile), inflated or not
+  int max_chunks = 256;                 // ancillary chunks kept (text, sPLT, unknown)
 };
 
 // Decodes as OpenCV's imdecode(IMREAD_UNCHANGED) does: 1, 3 or 4 channels (BGR order; palette and tRNS expanded to

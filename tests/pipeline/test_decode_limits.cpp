@@ -6,6 +6,7 @@
 #include <opencv2/imgcodecs.hpp>
 
 #include <chrono>
+#include <cstring>
 #include <fstream>
 
 #include "jpeg_craft.h"
@@ -101,7 +102,7 @@ TEST(DecodeLimits, DeadlineStopsAJpegDecodeThatTheScanLimitAllows) {
 }
 
 TEST(DecodeLimits, DeadlineStopsAPngDecode) {
-  cv::Mat big(4096, 4096, CV_8UC3);
+  cv::Mat big(2048, 2048, CV_8UC3);
   cv::randu(big, 0, 255);  // incompressible: inflating it takes a while
   std::vector<uint8_t> png;
   ASSERT_TRUE(cv::imencode(".png", big, png, {cv::IMWRITE_PNG_COMPRESSION, 1}));
@@ -176,13 +177,24 @@ TEST(DecodeLimits, JpegCutInsideItsScanIsAnErrorNotAGreyPicture) {
 TEST(DecodeLimits, PngCutInsideItsImageDataIsAnError) {
   auto bytes = read_file_bytes(fixture("line_gray.png"), 1 << 20);
   ASSERT_TRUE(bytes.is_ok());
-  // The IDAT chunk cut short, followed by a valid IEND chunk.
+  const std::vector<uint8_t>& f = *bytes;
+  auto be32_at = [&](size_t p) {
+    return (uint32_t{f[p]} << 24) | (uint32_t{f[p + 1]} << 16) | (uint32_t{f[p + 2]} << 8) | f[p + 3];
+  };
   size_t idat = 8;
-  while (std::memcmp(bytes->data() + idat + 4, "IDAT", 4) != 0) {
-    idat += 12 + ((size_t{(*bytes)[idat]} << 24) | (size_t{(*bytes)[idat + 1]} << 16) |
-                  (size_t{(*bytes)[idat + 2]} << 8) | (*bytes)[idat + 3]);
-  }
-  std::vector<uint8_t> cut(bytes->begin(), bytes->begin() + static_cast<std::ptrdiff_t>(idat + 8 + 40));
+  while (std::memcmp(f.data() + idat + 4, "IDAT", 4) != 0) idat += 12 + be32_at(idat);
+  ASSERT_GT(be32_at(idat), 80u);
+  // A well-formed chunk chain (so the cheap completeness check passes) whose one IDAT holds only the first 40 bytes
+  // of the compressed rows: libpng runs out of image data; OpenCV's reader used to pad the missing rows.
+  std::vector<uint8_t> cut(f.begin(), f.begin() + static_cast<std::ptrdiff_t>(idat));
+  std::vector<uint8_t> body(f.begin() + static_cast<std::ptrdiff_t>(idat + 4),
+                            f.begin() + static_cast<std::ptrdiff_t>(idat + 8 + 40));
+  auto put32 = [&](uint32_t v) {
+    for (int sh = 24; sh >= 0; sh -= 8) cut.push_back(static_cast<uint8_t>(v >> sh));
+  };
+  put32(40);
+  cut.insert(cut.end(), body.begin(), body.end());
+  put32(static_cast<uint32_t>(crc32(0, body.data(), static_cast<uInt>(body.size()))));
   const uint8_t iend[] = {0, 0, 0, 0, 'I', 'E', 'N', 'D', 0xAE, 0x42, 0x60, 0x82};
   cut.insert(cut.end(), iend, iend + sizeof(iend));
   auto img = decode(cut);
