@@ -92,5 +92,31 @@ TEST(ParseHostile, OipHeaderLengthBeyondTheBodyIsRefused) {
   EXPECT_TRUE(contains(e->message, "Inference-Header-Content-Length is 99 for a body of 2 bytes")) << e->message;
 }
 
+// fuzz/regressions/fuzz_request/oip_shape_product_overflows: the element count of shape [2^32, 2^32] overflowed
+// int64 (undefined behaviour) before the shape and batch checks.
+TEST(ParseHostile, OipShapeWhoseProductOverflowsIsRefused) {
+  RequestBody b;
+  b.content_type = "application/json";
+  b.data =
+      R"({"inputs": [{"name": "IMAGE", "shape": [4294967296, 4294967296], "datatype": "BYTES", "data": ["aGk="]}]})";
+  InferRequest r;
+  Refusal e = parse_infer_request(b, std::nullopt, {}, 8, &r);
+  ASSERT_TRUE(e.has_value());
+  EXPECT_EQ(e->code, "INVALID_INFER_REQUEST");  // [N, M] with M != 1
+  b.data = R"({"inputs": [{"name": "IMAGE", "shape": [4294967296, 4294967296, 4294967296], "datatype": "BYTES",
+               "data": ["aGk="]}]})";
+  r = InferRequest{};
+  e = parse_infer_request(b, std::nullopt, {}, 8, &r);
+  ASSERT_TRUE(e.has_value());
+  EXPECT_EQ(e->code, "INVALID_INFER_REQUEST");
+  b.data = R"({"inputs": [{"name": "IMAGE", "shape": [9223372036854775807], "datatype": "BYTES", "data": ["aGk="]}]})";
+  r = InferRequest{};
+  e = parse_infer_request(b, std::nullopt, {}, 8, &r);
+  ASSERT_TRUE(e.has_value());
+  EXPECT_EQ(e->code, "BATCH_TOO_LARGE");
+  EXPECT_TRUE(contains(e->message, "more than 1099511627776 images in one request, more than --max-batch 8"))
+      << e->message;
+}
+
 }  // namespace
 }  // namespace steadyocr::server
