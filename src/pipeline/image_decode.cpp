@@ -158,14 +158,16 @@ Result<DecodedImage> decode_image(const uint8_t* data, size_t size, const Decode
       return data_loss(std::string(fmt) + " data could not be decoded (the file is corrupt or truncated)");
     }
   }
-  if (raw.cols != header.width || raw.rows != header.height) {
-    // Orientation is applied below, so the decoded picture has the stored size: anything else is a file whose
-    // header and image data disagree.
-    if (header.format != ImageFormat::kTiff) {
-      return data_loss(std::string(fmt) + " image data is " + std::to_string(raw.cols) + "x" +
-                       std::to_string(raw.rows) + " but its header declares " + std::to_string(header.width) + "x" +
-                       std::to_string(header.height) + "; the file is damaged");
-    }
+  // The decoded picture has the size the header declared (orientation is applied below; OpenCV's TIFF reader may
+  // have turned it already): anything else is a file whose header and image data disagree, and one whose header
+  // would have passed the size limits with dimensions the decoder does not use (a TIFF whose ImageWidth the parser
+  // and libtiff read differently; found by fuzz_decode).
+  const bool as_declared = raw.cols == header.width && raw.rows == header.height;
+  const bool turned = header.format == ImageFormat::kTiff && raw.cols == header.height && raw.rows == header.width;
+  if (!as_declared && !turned) {
+    return data_loss(std::string(fmt) + " image data is " + std::to_string(raw.cols) + "x" + std::to_string(raw.rows) +
+                     " but its header declares " + std::to_string(header.width) + "x" + std::to_string(header.height) +
+                     "; the file is damaged or crafted: send an undamaged file");
   }
 
   DecodedImage out;

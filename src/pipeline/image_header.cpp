@@ -2,6 +2,7 @@
 
 #include <cstring>
 #include <functional>
+#include <utility>
 
 namespace steadyocr::pipeline {
 namespace {
@@ -234,11 +235,14 @@ Result<ImageHeader> parse_webp(const uint8_t* d, size_t n) {
 Result<ImageHeader> parse_tiff(const uint8_t* d, size_t n) {
   ImageHeader h;
   h.format = ImageFormat::kTiff;
+  // A tag given twice counts once, the first time, as libtiff (OpenCV's decoder) reads it: the limits are checked on
+  // the dimensions that will be decoded (found by fuzz_decode: a second ImageWidth of 1 hid the real 221).
+  bool seen_width = false, seen_height = false, seen_orientation = false;
   bool ok = visit_ifd0(d, n, [&](uint32_t tag, uint32_t type, uint64_t count, const uint8_t* value) {
     int64_t v = tiff_scalar(d, type, count, value);
-    if (tag == 256) h.width = v;
-    if (tag == 257) h.height = v;
-    if (tag == 274 && v >= 1 && v <= 8) h.orientation = static_cast<int>(v);
+    if (tag == 256 && !std::exchange(seen_width, true)) h.width = v;
+    if (tag == 257 && !std::exchange(seen_height, true)) h.height = v;
+    if (tag == 274 && !std::exchange(seen_orientation, true) && v >= 1 && v <= 8) h.orientation = static_cast<int>(v);
     if (tag == 338) h.has_alpha = true;  // ExtraSamples
   });
   if (!ok) return cut_short("TIFF", "the first image directory (IFD) is cut short or malformed");

@@ -2,6 +2,7 @@
 
 #include <png.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -14,18 +15,19 @@ namespace {
 
 enum class Stop { kNone, kError, kDeadline };
 
-// What libpng's callbacks touch; plain data only (png_error longjmps over C frames back to the stage).
+// What libpng's callbacks touch. png_error longjmps over libpng's C frames and the callback's back to feed(), so the
+// callbacks keep no objects with destructors on their stack; the picture lives here.
 struct PngContext {
-  const uint8_t* data = nullptr;
-  size_t size = 0;
-  size_t pos = 0;
   const PngLimits* limits = nullptr;
   Stop stop = Stop::kNone;
   char message[256] = {};
+  bool have_info = false;
+  bool ended = false;  // IEND reached
+  cv::Mat pixels;
 };
 
 PngContext* context_of(png_structp png) {
-  return static_cast<PngContext*>(png_get_io_ptr(png));
+  return static_cast<PngContext*>(png_get_progressive_ptr(png));
 }
 
 [[noreturn]] void on_error(png_structp png, png_const_charp msg) {
@@ -40,83 +42,95 @@ PngContext* context_of(png_structp png) {
 void on_warning(png_structp, png_const_charp) {
 }  // benign (extra compressed data, bad ancillary CRC): the image is whole
 
-void on_read(png_structp png, png_bytep out, size_t n) {
-  PngContext* ctx = context_of(png);
-  if (ctx->size - ctx->pos < n) png_error(png, "unexpected end of file (the file is truncated)");
-  std::memcpy(out, ctx->data + ctx->pos, n);
-  ctx->pos += n;
-}
-
-void on_row(png_structp png, png_uint_32, int) {
-  PngContext* ctx = context_of(png);
-  if (std::chrono::steady_clock::now() > ctx->limits->deadline) {
-    ctx->stop = Stop::kDeadline;
-    png_error(png, "decode deadline");
+bool allocate(PngContext* ctx, int height, int width, int type) {
+  try {
+    ctx->pixels.create(height, width, type);
+    return true;
+  } catch (const cv::Exception&) {
+    return false;
   }
 }
 
-struct Layout {
-  int width = 0, height = 0, channels = 0, depth = 8;
-};
-
-// Stage 1: signature and chunks up to the image data, the transforms OpenCV's reader applies. False when libpng
-// stopped (ctx->stop says why).
-bool read_info(png_structp png, png_infop info, Layout* out) {
-  if (setjmp(png_jmpbuf(png))) return false;
-  png_set_read_status_fn(png, on_row);
-  const PngLimits& l = *context_of(png)->limits;
-  png_set_user_limits(png, static_cast<png_uint_32>(l.max_side), static_cast<png_uint_32>(l.max_side));
-  png_set_chunk_malloc_max(png, static_cast<png_alloc_size_t>(l.max_chunk_bytes));
-  png_set_chunk_cache_max(png, static_cast<png_uint_32>(l.max_chunks));
-  png_read_info(png, info);
+// After the chunks before the image data: the transforms OpenCV's reader applies, then the picture of the declared
+// size (checked against the limits before).
+void on_info(png_structp png, png_infop info) {
+  PngContext* ctx = context_of(png);
   png_uint_32 w = 0, h = 0;
   int bit_depth = 0, colour = 0;
   png_get_IHDR(png, info, &w, &h, &bit_depth, &colour, nullptr, nullptr, nullptr);
   png_bytep trans = nullptr;
   int num_trans = 0;
   png_color_16p trans_values = nullptr;
+  int channels = 1;
   switch (colour) {
     case PNG_COLOR_TYPE_RGB:
     case PNG_COLOR_TYPE_PALETTE:
       png_get_tRNS(png, info, &trans, &num_trans, &trans_values);
-      out->channels = num_trans > 0 ? 4 : 3;
+      channels = num_trans > 0 ? 4 : 3;
       break;
     case PNG_COLOR_TYPE_GRAY_ALPHA:
     case PNG_COLOR_TYPE_RGB_ALPHA:
-      out->channels = 4;
+      channels = 4;
       break;
     default:
-      out->channels = 1;
+      channels = 1;
   }
-  out->depth = bit_depth == 16 ? 16 : 8;
-  out->width = static_cast<int>(w);
-  out->height = static_cast<int>(h);
+  const int depth = bit_depth == 16 ? 16 : 8;
   if (bit_depth == 16) png_set_swap(png);  // little-endian samples in the cv::Mat
-  if (out->channels < 4) {
+  if (channels < 4) {
     png_set_strip_alpha(png);
   } else {
     png_set_tRNS_to_alpha(png);
   }
   if (colour == PNG_COLOR_TYPE_PALETTE) png_set_palette_to_rgb(png);
   if ((colour & PNG_COLOR_MASK_COLOR) == 0 && bit_depth < 8) png_set_expand_gray_1_2_4_to_8(png);
-  if ((colour & PNG_COLOR_MASK_COLOR) != 0 && out->channels > 1) {
+  if ((colour & PNG_COLOR_MASK_COLOR) != 0 && channels > 1) {
     png_set_bgr(png);
-  } else if (out->channels > 1) {
+  } else if (channels > 1) {
     png_set_gray_to_rgb(png);
   }
   png_set_interlace_handling(png);
   png_read_update_info(png, info);
-  if (png_get_rowbytes(png, info) != static_cast<size_t>(w) * out->channels * (out->depth / 8)) {
+  if (png_get_rowbytes(png, info) != static_cast<size_t>(w) * channels * (depth / 8)) {
     png_error(png, "unexpected row size after the transforms");
   }
-  return true;
+  if (!allocate(ctx, static_cast<int>(h), static_cast<int>(w), CV_MAKETYPE(depth == 16 ? CV_16U : CV_8U, channels))) {
+    png_error(png, "out of memory for the picture");
+  }
+  ctx->have_info = true;
 }
 
-// Stage 2: every row into `rows` (each of the declared width), then the chunks up to IEND.
-bool read_rows(png_structp png, png_infop info, png_bytepp rows) {
+// Every row of every pass; the deadline is checked here.
+void on_row(png_structp png, png_bytep row, png_uint_32 row_num, int) {
+  PngContext* ctx = context_of(png);
+  if (row != nullptr && row_num < static_cast<png_uint_32>(ctx->pixels.rows)) {
+    png_progressive_combine_row(png, ctx->pixels.ptr<png_byte>(static_cast<int>(row_num)), row);
+  }
+  if (std::chrono::steady_clock::now() > ctx->limits->deadline) {
+    ctx->stop = Stop::kDeadline;
+    png_error(png, "decode deadline");
+  }
+}
+
+void on_end(png_structp png, png_infop) {
+  context_of(png)->ended = true;
+}
+
+// Feeds the file to libpng's progressive reader. Unlike png_read_image + png_read_end, it stops inflating at the
+// first byte past the last row ("extra compressed data"): 1 MB of zlib data inflates to 1 GB, about a second of CPU,
+// so the rows the header declares bound the work. False when libpng stopped (ctx->stop says why).
+bool feed(png_structp png, png_infop info, const uint8_t* data, size_t size) {
   if (setjmp(png_jmpbuf(png))) return false;
-  png_read_image(png, rows);
-  png_read_end(png, nullptr);
+  const PngLimits& l = *context_of(png)->limits;
+  png_set_user_limits(png, static_cast<png_uint_32>(l.max_side), static_cast<png_uint_32>(l.max_side));
+  png_set_chunk_malloc_max(png, static_cast<png_alloc_size_t>(l.max_chunk_bytes));
+  png_set_chunk_cache_max(png, static_cast<png_uint_32>(l.max_chunks));
+  size_t pos = 0;
+  while (pos < size && !context_of(png)->ended) {
+    const size_t n = std::min<size_t>(size - pos, 1 << 16);
+    png_process_data(png, info, const_cast<png_bytep>(data + pos), n);
+    pos += n;
+  }
   return true;
 }
 
@@ -136,8 +150,6 @@ Status stopped(const PngContext& ctx) {
 
 Result<cv::Mat> decode_png(const uint8_t* data, size_t size, const PngLimits& limits) {
   PngContext ctx;
-  ctx.data = data;
-  ctx.size = size;
   ctx.limits = &limits;
   png_structp png = png_create_read_struct(PNG_LIBPNG_VER_STRING, &ctx, on_error, on_warning);
   if (png == nullptr) return internal_error("libpng could not create a read structure (out of memory?)");
@@ -148,15 +160,14 @@ Result<cv::Mat> decode_png(const uint8_t* data, size_t size, const PngLimits& li
     ~Destroy() { png_destroy_read_struct(png, info, nullptr); }
   } destroy{&png, &info};
   if (info == nullptr) return internal_error("libpng could not create an info structure (out of memory?)");
-  png_set_read_fn(png, &ctx, on_read);
-
-  Layout layout;
-  if (!read_info(png, info, &layout)) return stopped(ctx);
-  cv::Mat pixels(layout.height, layout.width, CV_MAKETYPE(layout.depth == 16 ? CV_16U : CV_8U, layout.channels));
-  std::vector<png_bytep> rows(static_cast<size_t>(layout.height));
-  for (int y = 0; y < layout.height; ++y) rows[static_cast<size_t>(y)] = pixels.ptr<png_byte>(y);
-  if (!read_rows(png, info, rows.data())) return stopped(ctx);
-  return pixels;
+  png_set_progressive_read_fn(png, &ctx, on_info, on_row, on_end);
+  if (!feed(png, info, data, size)) return stopped(ctx);
+  if (!ctx.have_info || !ctx.ended) {
+    return data_loss("PNG data is corrupt or truncated: the file ends before " +
+                     std::string(ctx.have_info ? "its IEND chunk" : "its image data") +
+                     "; send the complete, undamaged file");
+  }
+  return std::move(ctx.pixels);
 }
 
 }  // namespace steadyocr::pipeline

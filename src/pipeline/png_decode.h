@@ -1,6 +1,7 @@
 // PNG decoding with libpng directly, so that hostile files are bounded: libpng is given the side limit and caps
 // for ancillary chunks (their zlib inflation included) before it allocates, the image data inflates into rows of the
-// declared size only, the decode deadline is checked after every row, and a short or damaged file is an error.
+// declared size only (libpng's progressive reader stops at the first byte past the last row), the decode deadline is
+// checked after every row, and a short or damaged file is an error.
 #pragma once
 
 #include <opencv2/core.hpp>

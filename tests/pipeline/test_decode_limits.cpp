@@ -148,7 +148,8 @@ std::vector<uint8_t> png_with_idat_bomb(uint32_t width, uint32_t height, size_t 
 }
 
 TEST(DecodeLimits, PngInflationIsBoundedByTheDeclaredSize) {
-  // 64 MB of zeros behind a 16x16 header: libpng inflates only the 16 rows the header declares.
+  // 64 MB of zeros behind a 16x16 header: only the 16 rows the header declares are inflated (libpng's png_read_end
+  // would inflate the rest; found by this test at first: 240 ms).
   auto png = png_with_idat_bomb(16, 16, size_t{64} << 20);
   ASSERT_LT(png.size(), 200000u);
   const auto t0 = std::chrono::steady_clock::now();
@@ -158,7 +159,8 @@ TEST(DecodeLimits, PngInflationIsBoundedByTheDeclaredSize) {
   EXPECT_EQ(img->bgr.cols, 16);
   EXPECT_EQ(img->bgr.rows, 16);
   EXPECT_EQ(cv::countNonZero(img->bgr.reshape(1)), 0);
-  EXPECT_LT(ms, 200.0) << "the extra compressed data must not be inflated";
+  // Inflating the 64 MB takes 60-250 ms on this project's machines; the 16 rows well under a millisecond.
+  EXPECT_LT(ms, 40.0) << "the extra compressed data must not be inflated";
 }
 
 TEST(DecodeLimits, JpegCutInsideItsScanIsAnErrorNotAGreyPicture) {

@@ -64,5 +64,27 @@ TEST(FuzzRegressions, WebpOddChunkThatFillsTheFile) {
       << img.status().message();
 }
 
+TEST(FuzzRegressions, TiffWhoseWidthTheHeaderAndLibtiffReadDifferently) {
+  // line.tif (221x69) with a second ImageWidth entry of 1 appended to its first directory: parse_image_header took
+  // the last (1x69) while libtiff decodes the first (221x69), so the size limits were checked on dimensions the
+  // decoder does not use. The header now reads the first, as libtiff does; and a picture of another size than the
+  // header's is refused in any case.
+  auto b = reproducer("tiff_width_read_differently");
+  ASSERT_FALSE(b.empty());
+  auto h = parse_image_header(b.data(), b.size());
+  ASSERT_TRUE(h.is_ok()) << h.status().to_string();
+  EXPECT_EQ(h->width, 221);
+  EXPECT_EQ(h->height, 69);
+  DecodeLimits narrow;  // a limit between the two widths: refused from the header, before decoding
+  narrow.max_side = 100;
+  auto img = decode_image(b.data(), b.size(), narrow);
+  ASSERT_FALSE(img.is_ok());
+  EXPECT_EQ(img.status().code(), StatusCode::kResourceExhausted) << img.status().to_string();
+  auto whole = decode_image(b.data(), b.size());
+  ASSERT_TRUE(whole.is_ok()) << whole.status().to_string();
+  EXPECT_EQ(whole->bgr.cols, 221);
+  EXPECT_EQ(whole->bgr.rows, 69);
+}
+
 }  // namespace
 }  // namespace steadyocr::pipeline
