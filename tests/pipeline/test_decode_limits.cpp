@@ -1,6 +1,7 @@
 // Decode limits that hold under attack (issue 15): the JPEG scan limit (libjpeg progress monitor), the per-image
 // decode deadline, PNG inflation bounded by the declared size, and damaged data as an error, never a padded picture.
 #include <gtest/gtest.h>
+#include <png.h>
 #include <zlib.h>
 
 #include <opencv2/imgcodecs.hpp>
@@ -226,6 +227,42 @@ TEST(DecodeLimits, OwnDecodersMatchOpenCvPixelForPixel) {
     ASSERT_EQ(ours->size(), ref.size()) << f;
     EXPECT_EQ(cv::norm(*ours, ref, cv::NORM_INF), 0) << f;
   }
+}
+
+// An Adam7-interlaced RGB PNG of a gradient, written with libpng (OpenCV writes no interlaced PNG).
+std::vector<uint8_t> interlaced_png(int w, int h) {
+  std::vector<uint8_t> out;
+  png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, nullptr, nullptr, nullptr);
+  png_infop info = png_create_info_struct(png);
+  png_set_write_fn(
+      png, &out,
+      [](png_structp p, png_bytep d, size_t n) {
+        auto* v = static_cast<std::vector<uint8_t>*>(png_get_io_ptr(p));
+        v->insert(v->end(), d, d + n);
+      },
+      nullptr);
+  png_set_IHDR(png, info, static_cast<png_uint_32>(w), static_cast<png_uint_32>(h), 8, PNG_COLOR_TYPE_RGB,
+               PNG_INTERLACE_ADAM7, PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
+  std::vector<uint8_t> pixels(static_cast<size_t>(w) * h * 3);
+  for (size_t i = 0; i < pixels.size(); ++i) pixels[i] = static_cast<uint8_t>(i * 7 % 251);
+  std::vector<png_bytep> rows(static_cast<size_t>(h));
+  for (int y = 0; y < h; ++y) rows[static_cast<size_t>(y)] = pixels.data() + static_cast<size_t>(y) * w * 3;
+  png_set_rows(png, info, rows.data());
+  png_write_png(png, info, PNG_TRANSFORM_IDENTITY, nullptr);
+  png_destroy_write_struct(&png, &info);
+  return out;
+}
+
+TEST(DecodeLimits, InterlacedPngMatchesOpenCv) {
+  auto png = interlaced_png(37, 23);  // odd sides: every Adam7 pass partial
+  auto ours = decode_png(png.data(), png.size(), PngLimits{});
+  ASSERT_TRUE(ours.is_ok()) << ours.status().to_string();
+  cv::Mat ref = cv::imdecode(png, cv::IMREAD_UNCHANGED);
+  ASSERT_EQ(ours->type(), ref.type());
+  ASSERT_EQ(ours->size(), ref.size());
+  EXPECT_EQ(cv::norm(*ours, ref, cv::NORM_INF), 0);
+  EXPECT_EQ(ours->at<cv::Vec3b>(0, 1), cv::Vec3b(static_cast<uint8_t>(5 * 7 % 251), static_cast<uint8_t>(4 * 7 % 251),
+                                                 static_cast<uint8_t>(3 * 7 % 251)));  // BGR of pixel 1
 }
 
 }  // namespace
