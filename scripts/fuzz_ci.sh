@@ -4,7 +4,8 @@
 #      unit tests that need no GPU and no server process, and of the libFuzzer targets of fuzz/;
 #   2. those unit tests under the sanitizers (any report fails them);
 #   3. every fuzz target on its regression inputs (fuzz/regressions/<target>/), then FUZZ_SECONDS of fuzzing from
-#      its committed seed corpus (fuzz/corpus/<target>/, in a scratch copy), JOBS targets at a time.
+#      its committed seed corpus (fuzz/corpus/<target>/, in a scratch copy), JOBS targets at a time (an input
+#      counts as hung after 30 s of wall time: generous, the CI machine is shared).
 # Exit status 0 only when every test passed and no target crashed, leaked or hung; a crash's input is kept under
 # $FUZZ_BUILD_DIR/fuzz-artifacts/<target>/ and named in the output.
 #
@@ -78,7 +79,7 @@ run_target() { # run_target NAME: regressions, then a time-limited run; one summ
     fi
   fi
   local rc=0
-  "$bin" "$work/corpus" "${dict[@]}" -max_total_time="$SECONDS_PER_TARGET" -timeout=10 -rss_limit_mb=2048 \
+  "$bin" "$work/corpus" "${dict[@]}" -max_total_time="$SECONDS_PER_TARGET" -timeout=30 -rss_limit_mb=2048 \
     -print_final_stats=1 -artifact_prefix="$art/" >"$work/run.log" 2>&1 || rc=$?
   local line execs
   line=$(grep -E '^#[0-9]+' "$work/run.log" | tail -1 | grep -Eo 'cov: [0-9]+ ft: [0-9]+ corp: [0-9]+/[0-9]+[a-zA-Z]*')
