@@ -2,6 +2,7 @@
 // as the target does: a clean error naming the cause, never a crash or a read past the buffer (the sanitizer build
 // of scripts/fuzz_ci.sh runs these too).
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 
 #include "pipeline/image_decode.h"
 #include "pipeline/image_header.h"
@@ -9,6 +10,12 @@
 
 namespace steadyocr::pipeline {
 namespace {
+
+long peak_rss_kb() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return u.ru_maxrss;
+}
 
 std::vector<uint8_t> reproducer(const std::string& name) {
   auto b = read_file_bytes(testing::source_dir() + "/fuzz/regressions/fuzz_decode/" + name, 1 << 20);
@@ -84,6 +91,25 @@ TEST(FuzzRegressions, TiffWhoseWidthTheHeaderAndLibtiffReadDifferently) {
   ASSERT_TRUE(whole.is_ok()) << whole.status().to_string();
   EXPECT_EQ(whole->bgr.cols, 221);
   EXPECT_EQ(whole->bgr.rows, 69);
+}
+
+TEST(FuzzRegressions, WebpThatOpenCvHandedToItsDicomReader) {
+  // Two ~1 KB files that sniff as WebP (RIFF/WEBP, VP8X or VP8L) but whose first 32 bytes libwebp rejects: cv::imdecode
+  // then tried its other readers by signature, and its DICOM reader (gdcm) allocated 2-3 GB. WebP is now decoded with
+  // libwebp directly: a clean kDataLoss, nothing allocated beyond the declared size.
+  for (const char* name : {"webp_reaching_dicom_reader_1", "webp_reaching_dicom_reader_2"}) {
+    auto b = reproducer(name);
+    ASSERT_FALSE(b.empty()) << name;
+    auto h = parse_image_header(b.data(), b.size());
+    ASSERT_TRUE(h.is_ok()) << name << ": " << h.status().to_string();
+    EXPECT_EQ(h->format, ImageFormat::kWebp) << name;
+    const long peak_before = peak_rss_kb();
+    auto img = decode_image(b.data(), b.size());
+    ASSERT_FALSE(img.is_ok()) << name;
+    EXPECT_EQ(img.status().code(), StatusCode::kDataLoss) << name << ": " << img.status().to_string();
+    // The process's peak memory does not move (it rose by 2-3 GB through OpenCV's DICOM reader).
+    EXPECT_LT(peak_rss_kb() - peak_before, 256 * 1024) << name;
+  }
 }
 
 }  // namespace
