@@ -92,7 +92,9 @@ int64_t tiff_scalar(const uint8_t* tiff, uint32_t type, uint64_t count, const ui
   if (count != 1) return -1;
   if (type == 3) return static_cast<int64_t>(tiff_u(t, value, 2));
   if (type == 4) return static_cast<int64_t>(tiff_u(t, value, 4));
-  if (type == 16) return static_cast<int64_t>(tiff_u(t, value, 8));
+  // A LONG8 fits the 8-byte value field of BigTIFF only; in a classic TIFF's 4-byte field it would be an offset, and
+  // reading it inline ran 4 bytes past the last entry (found by fuzz_decode on the GPU machine's host).
+  if (type == 16 && tiff_u(t, tiff + 2, 2) == 43) return static_cast<int64_t>(tiff_u(t, value, 8));
   return -1;
 }
 

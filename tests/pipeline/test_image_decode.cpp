@@ -63,6 +63,18 @@ TEST(ImageHeader, HandBuiltHeaders) {
   ASSERT_TRUE(t.is_ok()) << t.status().to_string();
   EXPECT_EQ(t->width, 300);
   EXPECT_EQ(t->height, 600);
+  // A classic TIFF whose last entry is ImageWidth as LONG8: its 8 bytes do not fit the 4-byte value field, so it is
+  // not read inline (it was: 4 bytes past the data, which here would make the width 300; fuzz_decode).
+  const uint8_t long8[] = {'I',  'I', 42, 0, 8, 0, 0, 0,   // header, IFD at 8
+                           2,    0,                        // two entries
+                           1,    1,   3,  0, 1, 0, 0, 0,   // 257 SHORT 40
+                           40,   0,   0,  0,               //
+                           0,    1,   16, 0, 1, 0, 0, 0,   // 256 LONG8, count 1
+                           0x2c, 1,   0,  0,               // the 4-byte value field
+                           0,    0,   0,  0, 0, 0, 0, 0};  // beyond the size passed
+  auto cut = parse_image_header(long8, 34);
+  ASSERT_FALSE(cut.is_ok()) << "width " << cut->width;
+  EXPECT_NE(cut.status().message().find("ImageWidth"), std::string::npos) << cut.status().to_string();
   // WebP VP8X: canvas 5000 x 7000 with alpha.
   uint8_t webp[30] = {'R', 'I', 'F', 'F', 22, 0, 0, 0, 'W', 'E', 'B', 'P', 'V', 'P', '8', 'X', 10, 0, 0, 0, 0x10};
   const uint32_t w = 5000 - 1, h = 7000 - 1;
