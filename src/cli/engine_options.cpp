@@ -92,6 +92,15 @@ void add_engine_flags(CLI::App* app, EngineArgs* args) {
   app->add_option("--max-pixels", args->max_pixels, "Refuse images with more pixels (checked before decoding)")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 40))
       ->capture_default_str();
+  app->add_option("--max-jpeg-scans", args->max_jpeg_scans,
+                  "Refuse progressive JPEGs with more scans (ordinary files have about 10; thousands of scans are a "
+                  "denial of service)")
+      ->check(CLI::Range(1, 100000))
+      ->capture_default_str();
+  app->add_option("--decode-deadline-ms", args->decode_deadline_ms,
+                  "Stop decoding an image (JPEG, PNG) after this many milliseconds (0: no deadline)")
+      ->check(CLI::Range(int64_t{0}, int64_t{3600} * 1000))
+      ->capture_default_str();
 }
 
 Result<EngineOptions> engine_options_from(const EngineArgs& a) {
@@ -150,6 +159,8 @@ Result<EngineOptions> engine_options_from(const EngineArgs& a) {
   eo.pipeline = opts;
   eo.limits.max_side = a.max_side;
   eo.limits.max_pixels = a.max_pixels;
+  eo.limits.max_jpeg_scans = a.max_jpeg_scans;
+  eo.limits.decode_deadline_ms = a.decode_deadline_ms;
   eo.backend = a.backend;
   eo.require_gpu = a.require_gpu;
   eo.gpu_mem_mb = a.gpu_mem_mb;

@@ -33,6 +33,8 @@ struct EngineArgs {
   int batch_slots = 0;
   std::string rec_interp = "lanczos";
   int64_t max_side = 20000, max_pixels = 100'000'000;
+  int max_jpeg_scans = 100;
+  int64_t decode_deadline_ms = 5000;
 };
 
 // Registers the engine and pipeline flags on `app`, writing into `args` (which must outlive the parse).

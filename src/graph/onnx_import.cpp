@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cstring>
 #include <fstream>
 #include <limits>
@@ -87,7 +88,7 @@ bool dtype_from_onnx(int32_t onnx_type, DType* out) {
   }
 }
 
-Result<Tensor> tensor_from_proto(const onnx::TensorProto& t, const std::string& what) {
+Result<Tensor> tensor_from_proto(const onnx::TensorProto& t, const std::string& what, int64_t max_bytes) {
   if (t.data_location() == onnx::TensorProto::EXTERNAL) {
     return unsupported(
         fmt::format("{} stores its data in an external file, which steadyocr does not support; "
@@ -111,6 +112,13 @@ Result<Tensor> tensor_from_proto(const onnx::TensorProto& t, const std::string& 
   }
   const bool is_double = t.data_type() == onnx::TensorProto::DOUBLE;
   const size_t src_elem = is_double ? 8 : dtype_size(dtype);
+  if (numel > max_bytes / static_cast<int64_t>(std::max(src_elem, dtype_size(dtype)))) {
+    return resource_exhausted(
+        fmt::format("{} declares {} elements of {} bytes, over the limit of {} bytes per tensor "
+                    "(no weight of an OCR model comes close): the model file is corrupt or "
+                    "hostile; fetch it again",
+                    what, numel, src_elem, max_bytes));
+  }
   const auto n = static_cast<size_t>(numel);
   // Sizes are checked against the data actually present before allocating, so a corrupt header cannot ask
   // for more memory than the file holds.
@@ -347,6 +355,12 @@ Status add_graph_input(ImportContext& ctx, const onnx::ValueInfoProto& in) {
         return invalid_argument(
             fmt::format("model {}: graph input '{}' has a negative dimension {}", m, in.name(), d.dim_value()));
       }
+      if (d.dim_value() > ctx.max_input_dim) {
+        return resource_exhausted(fmt::format(
+            "model {}: graph input '{}' declares dimension {}, over the limit of {}: the model file is corrupt "
+            "or hostile; fetch it again",
+            m, in.name(), d.dim_value(), ctx.max_input_dim));
+      }
       shape.push_back(d.dim_value());
     } else {
       shape.push_back(-1);  // dim_param or unset: known only once specialised
@@ -366,7 +380,7 @@ Status add_constant_node(ImportContext& ctx, const onnx::NodeProto& node, const 
   onnx_detail::NodeAttributes attrs(node);
   Tensor t;
   if (const onnx::TensorProto* tp = attrs.get_tensor("value")) {
-    ASSIGN_OR_RETURN(t, onnx_detail::tensor_from_proto(*tp, where));
+    ASSIGN_OR_RETURN(t, onnx_detail::tensor_from_proto(*tp, where, ctx.max_tensor_bytes));
   } else if (attrs.has("value_float")) {
     t = Tensor::scalar_f32(attrs.get_float("value_float", 0.f));
   } else if (attrs.has("value_floats")) {
@@ -398,12 +412,18 @@ Status build_graph(ImportContext& ctx, const onnx::GraphProto& g) {
       return invalid_argument(fmt::format("model {}: initializer '{}' is declared twice", m, init.name()));
     }
     ASSIGN_OR_RETURN(Tensor t,
-                     onnx_detail::tensor_from_proto(init, fmt::format("model {}: initializer '{}'", m, init.name())));
+                     onnx_detail::tensor_from_proto(init, fmt::format("model {}: initializer '{}'", m, init.name()),
+                                                    ctx.max_tensor_bytes));
     ctx.values[init.name()] = ctx.graph->add_constant(init.name(), std::move(t));
   }
   for (const auto& in : g.input()) {
     if (ctx.values.count(in.name()) && ctx.values[in.name()]->is_constant()) continue;  // initializer, not an input
     RETURN_IF_ERROR(add_graph_input(ctx, in));
+  }
+  for (int i = 0; i < g.node_size(); ++i) {
+    const onnx::NodeProto& node = g.node(i);
+    const std::string node_name = node.name().empty() ? fmt::format("{}_{}", node.op_type(), i) : node.name();
+    for (const std::string& out : node.output()) ctx.declared_by.emplace(out, node_name);
   }
   for (int i = 0; i < g.node_size(); ++i) {
     const onnx::NodeProto& node = g.node(i);
@@ -472,6 +492,8 @@ Result<Graph> import_onnx_bytes(const std::string& bytes, const std::string& mod
   ctx.graph = &graph;
   ctx.model_name = model_name;
   ctx.opset = opset;
+  ctx.max_tensor_bytes = options.max_tensor_bytes;
+  ctx.max_input_dim = options.max_input_dim;
   RETURN_IF_ERROR(build_graph(ctx, model.graph()));
   Status v = verify(graph);
   if (!v.is_ok())

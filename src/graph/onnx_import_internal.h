@@ -21,6 +21,11 @@ struct ImportContext {
   std::string model_name;  // file name for messages
   int64_t opset = 0;       // ai.onnx opset version
   std::unordered_map<std::string, Value*> values;
+  // Which node of the file declares each output (a read of a value not yet produced names it: a cycle or a graph
+  // out of topological order, not a dangling input).
+  std::unordered_map<std::string, std::string> declared_by;
+  int64_t max_tensor_bytes = int64_t{1} << 30;
+  int64_t max_input_dim = int64_t{1} << 20;
 };
 
 // Typed access to one node's attributes; a wrong attribute type is remembered and reported by status().
@@ -81,7 +86,9 @@ Status map_resize(NodeContext& c);
 Status map_upsample(NodeContext& c);
 
 // Converts an ONNX tensor (raw_data or typed fields) into a host tensor. `what` names it in messages.
-Result<Tensor> tensor_from_proto(const onnx::TensorProto& t, const std::string& what);
+// `max_bytes`: the limit on the declared size, checked before anything is allocated (kResourceExhausted).
+Result<Tensor> tensor_from_proto(const onnx::TensorProto& t, const std::string& what,
+                                 int64_t max_bytes = int64_t{1} << 30);
 // Our element type for an ONNX TensorProto::DataType; false when we have none.
 bool dtype_from_onnx(int32_t onnx_type, DType* out);
 // Maps one ONNX node (not Constant) into IR nodes appended to ctx.graph.

@@ -625,9 +625,16 @@ Status import_node(ImportContext& ctx, const onnx::NodeProto& node, const std::s
     }
     auto v = ctx.values.find(in);
     if (v == ctx.values.end()) {
+      auto later = ctx.declared_by.find(in);
+      if (later != ctx.declared_by.end()) {
+        return invalid_argument(fmt::format(
+            "{} reads '{}', which only {} produces: the graph has a cycle or is not in topological "
+            "order; re-export the model (onnx.utils / onnxsim sort the nodes)",
+            c.where(), in, later->second == node_name ? "the node itself" : "the later node '" + later->second + "'"));
+      }
       return invalid_argument(
-          fmt::format("{} reads '{}', which no earlier node, graph input or initializer produces "
-                      "(the graph is not in topological order or is malformed)",
+          fmt::format("{} reads '{}', a dangling input: no node, graph input or initializer produces it "
+                      "(the model is malformed); re-export it",
                       c.where(), in));
     }
     c.inputs.push_back(v->second);

@@ -233,7 +233,14 @@ Status infer_resize(Node& n) {
     }
     for (size_t i = 0; i < x.size(); ++i) {
       if (!(a.scales[i] > 0.f)) return fail(n, "scale {} on axis {} is not positive", a.scales[i], i);
-      if (x[i] >= 0) out[i] = static_cast<int64_t>(std::floor(static_cast<double>(x[i]) * a.scales[i]));
+      if (x[i] < 0) continue;
+      // A scale from the file can ask for any size; past 2^40 the float-to-integer conversion would be undefined
+      // long before (found by fuzz_onnx).
+      const double scaled = std::floor(static_cast<double>(x[i]) * a.scales[i]);
+      if (!(scaled <= static_cast<double>(int64_t{1} << 40))) {
+        return fail(n, "scale {} on axis {} makes the output {} elements long", a.scales[i], i, scaled);
+      }
+      out[i] = static_cast<int64_t>(scaled);
     }
   }
   for (size_t i = 0; i < out.size(); ++i) {

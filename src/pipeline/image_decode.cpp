@@ -1,12 +1,17 @@
 #include "pipeline/image_decode.h"
 
+#include <webp/decode.h>
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
 
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+
+#include "pipeline/jpeg_decode.h"
+#include "pipeline/png_decode.h"
 
 namespace steadyocr::pipeline {
 namespace {
@@ -28,6 +33,23 @@ Result<cv::Mat> to_8bit(const cv::Mat& m, const char* format) {
       break;
   }
   return unsupported(std::string(format) + " image with signed or 32-bit integer samples is not supported");
+}
+
+// WebP with libwebp directly, as OpenCV's reader does (BGR, or BGRA when the bitstream has alpha). Through
+// cv::imdecode a file whose first 32 bytes libwebp rejects fell to OpenCV's next readers by signature (its DICOM
+// reader took a 1 KB file and allocated 2-3 GB; found by fuzz_decode).
+Result<cv::Mat> decode_webp(const uint8_t* data, size_t size) {
+  WebPBitstreamFeatures f;
+  if (WebPGetFeatures(data, size, &f) != VP8_STATUS_OK) {
+    return data_loss("WebP data could not be decoded (the file is corrupt or truncated)");
+  }
+  cv::Mat out(f.height, f.width, f.has_alpha ? CV_8UC4 : CV_8UC3);
+  const size_t bytes = out.total() * out.elemSize();
+  const int stride = static_cast<int>(out.step);
+  uint8_t* ok = f.has_alpha ? WebPDecodeBGRAInto(data, size, out.data, bytes, stride)
+                            : WebPDecodeBGRInto(data, size, out.data, bytes, stride);
+  if (ok == nullptr) return data_loss("WebP data could not be decoded (the file is corrupt or truncated)");
+  return out;
 }
 
 }  // namespace
@@ -101,10 +123,14 @@ cv::Mat flatten_alpha(const cv::Mat& bgra, bool* on_black) {
 }
 
 Result<DecodedImage> decode_image(const uint8_t* data, size_t size, const DecodeLimits& limits) {
+  const auto started = std::chrono::steady_clock::now();
   ASSIGN_OR_RETURN(ImageHeader header, parse_image_header(data, size));
   const char* fmt = image_format_name(header.format);
   if (header.format == ImageFormat::kGif) {
     return unsupported("GIF images are not supported: convert it to PNG (e.g. `convert in.gif out.png`)");
+  }
+  if (header.format == ImageFormat::kTiff && size >= 4 && data[2] + data[3] == 43) {  // II+\0 or MM\0+
+    return unsupported("BigTIFF images are not supported: convert it to TIFF or PNG (e.g. `convert in.tif out.png`)");
   }
   int64_t side = std::max(header.width, header.height);
   if (side > limits.max_side) {
@@ -121,18 +147,53 @@ Result<DecodedImage> decode_image(const uint8_t* data, size_t size, const Decode
   }
   RETURN_IF_ERROR(check_image_complete(header, data, size));
 
-  // JPEG: OpenCV applies the EXIF orientation itself with IMREAD_COLOR and there is no alpha to keep.
-  // Other formats: decode everything (alpha, 16 bits). OpenCV's TIFF reader orients by itself; PNG (eXIf)
-  // and WebP (EXIF chunk) are oriented here.
-  const bool jpeg = header.format == ImageFormat::kJpeg;
+  // Every decoder gets its limits before it allocates. JPEG and PNG are read with libjpeg and libpng directly
+  // (scan limit, deadline, memory caps, corrupt data as an error); the others through OpenCV, from the header
+  // checks above. OpenCV's TIFF reader orients by itself; JPEG, PNG (eXIf) and WebP (EXIF chunk) are oriented here.
+  const auto deadline = limits.decode_deadline_ms > 0 ? started + std::chrono::milliseconds(limits.decode_deadline_ms)
+                                                      : std::chrono::steady_clock::time_point::max();
   cv::Mat raw;
-  try {
-    cv::Mat buf(1, static_cast<int>(size), CV_8U, const_cast<uint8_t*>(data));
-    raw = cv::imdecode(buf, jpeg ? cv::IMREAD_COLOR : cv::IMREAD_UNCHANGED);
-  } catch (const cv::Exception& e) {
-    return data_loss(std::string(fmt) + " data could not be decoded: " + e.err);
+  if (header.format == ImageFormat::kJpeg) {
+    JpegLimits jl;
+    jl.max_scans = limits.max_jpeg_scans;
+    jl.deadline = deadline;
+    jl.deadline_ms = limits.decode_deadline_ms;
+    // libjpeg's own buffers: at most the whole image's DCT coefficients (2 bytes each, up to 4 components) and
+    // its row buffers; anything past that is a hostile file.
+    jl.max_memory_bytes = header.width * header.height * 8 + (int64_t{64} << 20);
+    ASSIGN_OR_RETURN(raw, decode_jpeg(data, size, jl));
+  } else if (header.format == ImageFormat::kPng) {
+    PngLimits pl;
+    pl.max_side = limits.max_side;
+    pl.deadline = deadline;
+    pl.deadline_ms = limits.decode_deadline_ms;
+    ASSIGN_OR_RETURN(raw, decode_png(data, size, pl));
+  } else if (header.format == ImageFormat::kWebp) {
+    ASSIGN_OR_RETURN(raw, decode_webp(data, size));
+  } else {
+    // BMP and TIFF: OpenCV picks its reader by the same magic bytes as sniff_image_format (BigTIFF is refused
+    // before: OpenCV's TIFF reader does not take it and the file would reach its other readers).
+    try {
+      cv::Mat buf(1, static_cast<int>(size), CV_8U, const_cast<uint8_t*>(data));
+      raw = cv::imdecode(buf, cv::IMREAD_UNCHANGED);
+    } catch (const cv::Exception& e) {
+      return data_loss(std::string(fmt) + " data could not be decoded: " + e.err);
+    }
+    if (raw.empty()) {
+      return data_loss(std::string(fmt) + " data could not be decoded (the file is corrupt or truncated)");
+    }
   }
-  if (raw.empty()) return data_loss(std::string(fmt) + " data could not be decoded (the file is corrupt or truncated)");
+  // The decoded picture has the size the header declared (orientation is applied below; OpenCV's TIFF reader may
+  // have turned it already): anything else is a file whose header and image data disagree, and one whose header
+  // would have passed the size limits with dimensions the decoder does not use (a TIFF whose ImageWidth the parser
+  // and libtiff read differently; found by fuzz_decode).
+  const bool as_declared = raw.cols == header.width && raw.rows == header.height;
+  const bool turned = header.format == ImageFormat::kTiff && raw.cols == header.height && raw.rows == header.width;
+  if (!as_declared && !turned) {
+    return data_loss(std::string(fmt) + " image data is " + std::to_string(raw.cols) + "x" + std::to_string(raw.rows) +
+                     " but its header declares " + std::to_string(header.width) + "x" + std::to_string(header.height) +
+                     "; the file is damaged or crafted: send an undamaged file");
+  }
 
   DecodedImage out;
   out.header = header;
@@ -152,7 +213,7 @@ Result<DecodedImage> decode_image(const uint8_t* data, size_t size, const Decode
       return unsupported(std::string(fmt) + " image with " + std::to_string(m8.channels()) +
                          " channels is not supported (1, 3 or 4 expected)");
   }
-  if (header.format == ImageFormat::kPng || header.format == ImageFormat::kWebp) {
+  if (header.format != ImageFormat::kTiff) {
     out.bgr = apply_orientation(out.bgr, header.orientation);
   }
   if (!out.bgr.isContinuous()) out.bgr = out.bgr.clone();

@@ -17,6 +17,8 @@ struct DecodeLimits {
   int64_t max_side = 20000;          // pixels on the longer side
   int64_t max_pixels = 100'000'000;  // width * height
   int64_t max_file_bytes = int64_t{512} << 20;
+  int max_jpeg_scans = 100;           // scans of a progressive JPEG (libjpeg-turbo's advice LJT-01-004)
+  int64_t decode_deadline_ms = 5000;  // per image, from the first byte parsed; 0: no deadline
 };
 
 struct DecodedImage {
@@ -27,7 +29,9 @@ struct DecodedImage {
 };
 
 // Decodes an encoded image held in memory. Errors (kDataLoss for damaged data, kUnsupported for formats
-// we do not read, kResourceExhausted for limits) say what is wrong; the caller adds the file name.
+// we do not read, kResourceExhausted for limits, decode_deadline_ms included) say what is wrong; the caller adds
+// the file name. The limits that are not about size carry a finding (IMAGE_TOO_MANY_SCANS,
+// IMAGE_DECODE_TIMEOUT: pipeline/jpeg_decode.h).
 Result<DecodedImage> decode_image(const uint8_t* data, size_t size, const DecodeLimits& limits = {});
 
 // Reads and decodes a file; every error message starts with the path.

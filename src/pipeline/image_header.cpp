@@ -2,6 +2,7 @@
 
 #include <cstring>
 #include <functional>
+#include <utility>
 
 namespace steadyocr::pipeline {
 namespace {
@@ -183,6 +184,8 @@ Result<ImageHeader> parse_gif(const uint8_t* d, size_t n) {
   if (n < 10) return cut_short("GIF", "the header is cut short");
   h.width = le16(d + 6);
   h.height = le16(d + 8);
+  // Every parser promises positive sides (found by fuzz_decode: a GIF screen of width 0 passed).
+  if (h.width == 0 || h.height == 0) return cut_short("GIF", "the header declares a zero size");
   return h;
 }
 
@@ -208,7 +211,8 @@ Result<ImageHeader> parse_webp(const uint8_t* d, size_t n) {
     h.height = int64_t{le24(p + 7)} + 1;
     // Look for an EXIF chunk among the following chunks.
     size_t pos = 12;
-    while (n - pos >= 8) {
+    // pos passes n after an odd-sized last chunk that fills the file (its pad byte is missing; found by fuzz_decode).
+    while (pos <= n && n - pos >= 8) {
       uint32_t len = le32(d + pos + 4);
       if (len > n - pos - 8) break;
       if (std::memcmp(d + pos, "EXIF", 4) == 0) {
@@ -233,11 +237,14 @@ Result<ImageHeader> parse_webp(const uint8_t* d, size_t n) {
 Result<ImageHeader> parse_tiff(const uint8_t* d, size_t n) {
   ImageHeader h;
   h.format = ImageFormat::kTiff;
+  // A tag given twice counts once, the first time, as libtiff (OpenCV's decoder) reads it: the limits are checked on
+  // the dimensions that will be decoded (found by fuzz_decode: a second ImageWidth of 1 hid the real 221).
+  bool seen_width = false, seen_height = false, seen_orientation = false;
   bool ok = visit_ifd0(d, n, [&](uint32_t tag, uint32_t type, uint64_t count, const uint8_t* value) {
     int64_t v = tiff_scalar(d, type, count, value);
-    if (tag == 256) h.width = v;
-    if (tag == 257) h.height = v;
-    if (tag == 274 && v >= 1 && v <= 8) h.orientation = static_cast<int>(v);
+    if (tag == 256 && !std::exchange(seen_width, true)) h.width = v;
+    if (tag == 257 && !std::exchange(seen_height, true)) h.height = v;
+    if (tag == 274 && !std::exchange(seen_orientation, true) && v >= 1 && v <= 8) h.orientation = static_cast<int>(v);
     if (tag == 338) h.has_alpha = true;  // ExtraSamples
   });
   if (!ok) return cut_short("TIFF", "the first image directory (IFD) is cut short or malformed");
@@ -318,7 +325,8 @@ Status check_image_complete(const ImageHeader& header, const uint8_t* d, size_t 
       // scan header is the real end-of-image marker.
       size_t pos = 2;
       const uint8_t* sos = nullptr;
-      while (n - pos >= 4) {
+      // pos may pass n when the last segment's length points beyond the file (found by fuzz_decode).
+      while (pos <= n && n - pos >= 4) {
         if (d[pos] != 0xFF) break;
         uint8_t marker = d[pos + 1];
         if (marker == 0xFF) {

@@ -28,7 +28,8 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(PipelineOptions::Batching, enabl
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(PipelineOptions, mode, use_cls, det_limit_side, det_bucket, db, rec,
                                                 cls, drop_score, load_cls, execution, plan_instances, warm_up,
                                                 warm_rec_max_width, batching)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(DecodeLimits, max_side, max_pixels, max_file_bytes)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(DecodeLimits, max_side, max_pixels, max_file_bytes, max_jpeg_scans,
+                                                decode_deadline_ms)
 
 // ImageOptions: only the fields that are set, by their PipelineOptions names; absent fields stay unset.
 inline void to_json(nlohmann::json& j, const ImageOptions& o) {

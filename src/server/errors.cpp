@@ -25,6 +25,8 @@ const std::vector<ErrorCodeInfo>& error_codes() {
       {"IMAGE_TRUNCATED", 422, "the image file is cut short or damaged"},
       {"IMAGE_TOO_LARGE", 422, "a side is longer than --max-side (read from the header, before decoding)"},
       {"IMAGE_TOO_MANY_PIXELS", 422, "more pixels than --max-pixels (read from the header, before decoding)"},
+      {"IMAGE_TOO_MANY_SCANS", 422, "a progressive JPEG with more scans than --max-jpeg-scans"},
+      {"IMAGE_DECODE_TIMEOUT", 422, "decoding the image took longer than --decode-deadline-ms"},
       {"IMAGE_UNREADABLE", 422, "the decoder could not read the image"},
       {"OCR_FAILED", 500, "the engine failed on the image (the message names the finding and its fix)"},
       {"INTERNAL", 500, "a bug in the server"},
@@ -58,6 +60,10 @@ nlohmann::ordered_json oip_error_json(const ApiError& e) {
 
 ApiError error_from_status(const Status& s) {
   const std::string& m = s.message();
+  // The decoder's limits that are not about size name themselves (pipeline/jpeg_decode.h).
+  if (s.finding() && (s.finding()->code == "IMAGE_TOO_MANY_SCANS" || s.finding()->code == "IMAGE_DECODE_TIMEOUT")) {
+    return api_error(s.finding()->code, m, s.finding()->fix);
+  }
   switch (s.code()) {
     case StatusCode::kInvalidArgument:
       return api_error("OPTION_UNAVAILABLE", m, "leave the option out, or start the server with the model it needs");

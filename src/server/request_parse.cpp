@@ -30,16 +30,17 @@ ApiError bad_option(const std::string& name, const std::string& why) {
 
 // A number in [lo, hi] from a JSON value.
 Refusal number_in(const std::string& name, const json& v, double lo, double hi, double* out) {
-  if (!v.is_number()) return bad_option(name, "must be a number (got " + v.dump() + ")");
+  if (!v.is_number()) return bad_option(name, "must be a number (got " + json_text(v) + ")");
   *out = v.get<double>();
   if (!(*out >= lo && *out <= hi)) {
-    return bad_option(name, "must be in [" + json(lo).dump() + ", " + json(hi).dump() + "] (got " + v.dump() + ")");
+    return bad_option(
+        name, "must be in [" + json_text(json(lo)) + ", " + json_text(json(hi)) + "] (got " + json_text(v) + ")");
   }
   return std::nullopt;
 }
 
 Refusal boolean(const std::string& name, const json& v, bool* out) {
-  if (!v.is_boolean()) return bad_option(name, "must be true or false (got " + v.dump() + ")");
+  if (!v.is_boolean()) return bad_option(name, "must be true or false (got " + json_text(v) + ")");
   *out = v.get<bool>();
   return std::nullopt;
 }
@@ -114,7 +115,7 @@ Refusal check_available(const pipeline::ImageOptions& o, const ServingModels& m)
 Refusal options_from(const json& options, const ServingModels& m, pipeline::ImageOptions* out) {
   if (options.is_null()) return std::nullopt;
   if (!options.is_object()) {
-    return api_error("INVALID_OPTION", "'options' must be a JSON object (got " + options.dump() + ")",
+    return api_error("INVALID_OPTION", "'options' must be a JSON object (got " + json_text(options) + ")",
                      R"(send e.g. "options": {"det_only": true})");
   }
   for (const auto& [k, v] : options.items()) {
@@ -171,6 +172,10 @@ ApiError unsupported_type(const std::string& type, const char* accepted) {
 }
 
 }  // namespace
+
+std::string json_text(const json& v) {
+  return v.dump(-1, ' ', false, json::error_handler_t::replace);
+}
 
 std::string media_type(const std::string& content_type) {
   std::string t = content_type.substr(0, content_type.find(';'));

@@ -25,6 +25,10 @@ using Refusal = std::optional<ApiError>;
 Refusal decode_base64(std::string_view text, std::vector<uint8_t>* out);
 std::string encode_base64(const uint8_t* data, size_t size);
 
+// A JSON value as text for messages: strings that are not valid UTF-8 (a query parameter or form field can carry
+// any bytes) are shown with U+FFFD instead of throwing (found by fuzz_request).
+std::string json_text(const nlohmann::json& v);
+
 // What the server loaded: which per-request options it can honour.
 struct ServingModels {
   pipeline::OcrMode mode = pipeline::OcrMode::kFull;  // the server's default mode (--det-only / --rec-only)

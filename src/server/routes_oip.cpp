@@ -4,6 +4,7 @@
 // result as the CLI's JSON. Errors are {"error": "..."}.
 #include <cstring>
 
+#include "server/oip_parse.h"
 #include "server/service.h"
 
 #ifndef STEADYOCR_VERSION
@@ -18,19 +19,13 @@ using ojson = nlohmann::ordered_json;
 
 constexpr const char* kModel = "ocr";
 constexpr const char* kVersion = "1";
-constexpr const char* kInput = "IMAGE";
-constexpr const char* kOutput = "RESULT";
-constexpr const char* kHeaderLength = "Inference-Header-Content-Length";
+constexpr const char* kOutput = kInferOutput;
 
 // OIP answers a client's fault with 400 (Triton's INVALID_ARG); the HTTP-level codes (404, 408, 411, 413, 415) and
 // the server's (5xx) stay.
 ApiError oip(ApiError e) {
   if (e.http_status == 422) e.http_status = 400;
   return e;
-}
-
-ApiError invalid(const std::string& message, const std::string& fix = "see docs/SERVING.md, Open Inference Protocol") {
-  return api_error("INVALID_INFER_REQUEST", message, fix);
 }
 
 // The model named in the path exists (and its version, when given).
@@ -46,200 +41,6 @@ Refusal check_model(const httplib::Request& req) {
   return std::nullopt;
 }
 
-void flatten_strings(const json& data, std::vector<const std::string*>* out, bool* ok) {
-  if (data.is_array()) {
-    for (const auto& d : data) flatten_strings(d, out, ok);
-  } else if (data.is_string()) {
-    out->push_back(&data.get_ref<const std::string&>());
-  } else {
-    *ok = false;
-  }
-}
-
-// The images of the one BYTES input: base64 strings in `data`, or `binary` (the bytes after the JSON header) when the
-// input says binary_data_size.
-Refusal read_input(const json& input, std::string_view* binary, const OcrService& s, std::vector<ImageInput>* out,
-                   std::vector<int64_t>* shape) {
-  if (!input.is_object()) return invalid("an input must be an object");
-  for (const char* k : {"name", "shape", "datatype"}) {
-    if (!input.contains(k)) return invalid(std::string("the input has no '") + k + "'");
-  }
-  if (!input["name"].is_string() || !input["datatype"].is_string()) {
-    return invalid("the input's name and datatype must be strings");
-  }
-  if (input["datatype"] != "BYTES") {
-    return invalid("input '" + input.value("name", "") + "' has datatype " + input["datatype"].dump() +
-                       "; the ocr model takes BYTES (encoded image files)",
-                   "send the image files as a BYTES tensor");
-  }
-  if (!input["shape"].is_array() || input["shape"].empty()) return invalid("the input's shape must be a list");
-  int64_t elements = 1;
-  for (const auto& d : input["shape"]) {
-    if (!d.is_number_integer() || d.get<int64_t>() < 0) return invalid("the shape holds " + d.dump());
-    shape->push_back(d.get<int64_t>());
-    elements *= d.get<int64_t>();
-  }
-  if (shape->size() > 2 || (shape->size() == 2 && (*shape)[1] != 1)) {
-    return invalid("the input's shape is " + input["shape"].dump() + "; the ocr model takes [N] or [N, 1]");
-  }
-  if (elements > s.options().max_batch) {
-    return api_error("BATCH_TOO_LARGE",
-                     std::to_string(elements) + " images in one request, more than --max-batch " +
-                         std::to_string(s.options().max_batch),
-                     "split the request");
-  }
-  if (elements == 0) return api_error("MISSING_IMAGE", "the input holds no image", "send at least one image");
-  std::optional<int64_t> binary_size;
-  if (input.contains("parameters")) {
-    if (!input["parameters"].is_object()) return invalid("the input's parameters must be an object");
-    for (const auto& [k, v] : input["parameters"].items()) {
-      if (k == "binary_data_size") {
-        if (!v.is_number_integer()) return invalid("binary_data_size must be an integer (got " + v.dump() + ")");
-        binary_size = v.get<int64_t>();
-      } else if (k != "content_type") {
-        return api_error("UNKNOWN_OPTION", "unknown input parameter '" + k + "'",
-                         "input parameters: binary_data_size, content_type");
-      }
-    }
-  }
-  const std::string name = input["name"].is_string() ? input["name"].get<std::string>() : kInput;
-  if (binary_size) {
-    if (input.contains("data")) return invalid("the input has both 'data' and binary_data_size");
-    if (*binary_size < 0 || static_cast<size_t>(*binary_size) > binary->size()) {
-      return invalid("binary_data_size " + std::to_string(*binary_size) + " but " + std::to_string(binary->size()) +
-                     " bytes follow the JSON header");
-    }
-    std::string_view data = binary->substr(0, static_cast<size_t>(*binary_size));
-    binary->remove_prefix(static_cast<size_t>(*binary_size));
-    // BYTES elements: a 4-byte little-endian length, then the bytes.
-    while (!data.empty()) {
-      if (data.size() < 4) return invalid("binary BYTES data ends inside an element's length");
-      uint32_t n = 0;
-      for (int b = 3; b >= 0; --b) n = (n << 8) | static_cast<uint8_t>(data[b]);
-      data.remove_prefix(4);
-      if (n > data.size()) return invalid("binary BYTES element of " + std::to_string(n) + " bytes is cut short");
-      ImageInput in;
-      in.name = name + "[" + std::to_string(out->size()) + "]";
-      in.bytes.assign(data.begin(), data.begin() + n);
-      data.remove_prefix(n);
-      out->push_back(std::move(in));
-    }
-  } else {
-    if (!input.contains("data")) return invalid("the input has no 'data' (nor binary_data_size)");
-    std::vector<const std::string*> strings;
-    bool ok = true;
-    flatten_strings(input["data"], &strings, &ok);
-    if (!ok) return invalid("BYTES data must be base64 strings (one per image)");
-    for (size_t i = 0; i < strings.size(); ++i) {
-      ImageInput in;
-      in.name = name + "[" + std::to_string(i) + "]";
-      if (auto e = decode_base64(*strings[i], &in.bytes)) {
-        e->message = "input '" + name + "' element " + std::to_string(i) + ": " + e->message;
-        return e;
-      }
-      out->push_back(std::move(in));
-    }
-  }
-  if (static_cast<int64_t>(out->size()) != elements) {
-    return invalid("the input's shape " + input["shape"].dump() + " holds " + std::to_string(elements) +
-                   " elements but " + std::to_string(out->size()) + " were sent");
-  }
-  return std::nullopt;
-}
-
-struct InferRequest {
-  ojson id;  // null when not given
-  std::vector<ImageInput> images;
-  std::vector<int64_t> shape;
-  bool binary_output = false;
-};
-
-Refusal parse_infer(const RequestBody& body, const httplib::Request& req, const OcrService& s, InferRequest* r) {
-  std::string_view all(body.data);
-  std::string_view header = all, binary;
-  if (req.has_header(kHeaderLength)) {
-    const std::string v = req.get_header_value(kHeaderLength);
-    char* end = nullptr;
-    const unsigned long long n = std::strtoull(v.c_str(), &end, 10);
-    if (v.empty() || *end != '\0' || n > all.size()) {
-      return invalid(std::string(kHeaderLength) + " is " + v + " for a body of " + std::to_string(all.size()) +
-                     " bytes");
-    }
-    header = all.substr(0, n);
-    binary = all.substr(n);
-    if (n == 0) {  // raw binary request: the body is the one image; the result comes back binary
-      ImageInput in;
-      in.name = std::string(kInput) + "[0]";
-      in.bytes.assign(binary.begin(), binary.end());
-      r->images.push_back(std::move(in));
-      r->shape = {1};
-      r->binary_output = true;
-      return std::nullopt;
-    }
-  } else {
-    const std::string type = media_type(body.content_type);
-    if (!type.empty() && type != "application/json") {
-      return api_error("UNSUPPORTED_MEDIA_TYPE", "Content-Type '" + type + "' without " + kHeaderLength,
-                       "send the inference request as application/json (or use the binary tensor data extension)");
-    }
-  }
-  json j = json::parse(header, nullptr, false);
-  if (j.is_discarded() || !j.is_object()) {
-    return api_error("INVALID_JSON", "the inference request is not a JSON object", "see the OIP inference request");
-  }
-  for (const auto& [k, v] : j.items()) {
-    if (k != "id" && k != "inputs" && k != "outputs" && k != "parameters" && k != "model_name" &&
-        k != "model_version") {
-      return invalid("unknown member '" + k + "' in the inference request");
-    }
-  }
-  if (j.contains("id")) {
-    if (!j["id"].is_string()) return invalid("'id' must be a string");
-    r->id = j["id"].get<std::string>();
-  }
-  ImageInput common;
-  if (j.contains("parameters")) {
-    if (!j["parameters"].is_object()) return invalid("'parameters' must be an object");
-    json options = json::object();
-    for (const auto& [k, v] : j["parameters"].items()) {
-      if (k == "binary_data_output") {
-        if (!v.is_boolean()) return invalid("binary_data_output must be true or false");
-        r->binary_output = v.get<bool>();
-      } else {
-        options[k] = v;  // an OCR option, or refused by name
-      }
-    }
-    if (auto e = parse_options(options, s.models(), &common.options)) return e;
-  }
-  if (!j.contains("inputs") || !j["inputs"].is_array() || j["inputs"].size() != 1) {
-    return invalid("the ocr model takes exactly one input (a BYTES tensor of encoded images); got " +
-                   std::to_string(j.contains("inputs") && j["inputs"].is_array() ? j["inputs"].size() : 0));
-  }
-  if (auto e = read_input(j["inputs"][0], &binary, s, &r->images, &r->shape)) return e;
-  if (!binary.empty()) return invalid(std::to_string(binary.size()) + " bytes after the last input's binary data");
-  for (auto& in : r->images) in.options = common.options;
-  if (j.contains("outputs")) {
-    if (!j["outputs"].is_array()) return invalid("'outputs' must be a list");
-    for (const auto& o : j["outputs"]) {
-      if (!o.is_object() || o.value("name", "") != kOutput) {
-        return invalid("unknown output " + (o.is_object() && o.contains("name") ? o["name"].dump() : o.dump()) +
-                       "; the ocr model's output is RESULT");
-      }
-      if (o.contains("parameters") && o["parameters"].is_object()) {
-        for (const auto& [k, v] : o["parameters"].items()) {
-          if (k == "binary_data" && v.is_boolean()) {
-            r->binary_output = v.get<bool>();
-          } else {
-            return api_error("UNKNOWN_OPTION", "unknown output parameter '" + k + "'",
-                             "output parameters: binary_data");
-          }
-        }
-      }
-    }
-  }
-  return std::nullopt;
-}
-
 void infer(OcrService& s, const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& reader) {
   if (auto e = check_model(req)) return s.reply_error_body_unread(res, *e, true);
   if (auto e = s.refuse_unless_serving()) return s.reply_error_body_unread(res, *e, true);
@@ -250,12 +51,9 @@ void infer(OcrService& s, const httplib::Request& req, httplib::Response& res, c
                          true);
   }
   InferRequest r;
-  Refusal parsed;
-  try {
-    parsed = parse_infer(body, req, s, &r);
-  } catch (const json::exception& e) {  // a member of an unexpected JSON type
-    parsed = invalid(std::string("the inference request has a member of the wrong type: ") + e.what());
-  }
+  std::optional<std::string> header_length;
+  if (req.has_header(kInferHeaderLength)) header_length = req.get_header_value(kInferHeaderLength);
+  Refusal parsed = parse_infer_request(body, header_length, s.models(), s.options().max_batch, &r);
   if (parsed) return s.reply_error(res, oip(*parsed), true);
   std::vector<ImageRun> runs;
   if (auto e = s.run(r.images, &runs)) return s.reply_error(res, oip(*e), true);
@@ -286,7 +84,7 @@ void infer(OcrService& s, const httplib::Request& req, httplib::Response& res, c
   out["outputs"] = ojson::array({output});
   const std::string header = out.dump();
   res.status = 200;
-  res.set_header(kHeaderLength, std::to_string(header.size()));
+  res.set_header(kInferHeaderLength, std::to_string(header.size()));
   res.set_content(header + data, "application/octet-stream");
 }
 
@@ -294,7 +92,7 @@ ojson model_metadata() {
   return {{"name", kModel},
           {"versions", {kVersion}},
           {"platform", "steadyocr"},
-          {"inputs", {{{"name", kInput}, {"datatype", "BYTES"}, {"shape", {-1}}}}},
+          {"inputs", {{{"name", kInferInput}, {"datatype", "BYTES"}, {"shape", {-1}}}}},
           {"outputs", {{{"name", kOutput}, {"datatype", "BYTES"}, {"shape", {-1}}}}}};
 }
 

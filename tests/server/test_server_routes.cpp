@@ -335,6 +335,11 @@ TEST_F(ServerRoutes, BadInputIsAClearErrorAndTheServerServesOn) {
   cases.push_back(
       {"truncated", c.Post("/v1/ocr", data("ocr/decode/truncated.jpg"), "image/jpeg"), 422, "IMAGE_TRUNCATED"});
   cases.push_back({"huge dims", c.Post("/v1/ocr", huge, "image/png"), 422, "IMAGE_TOO_LARGE"});
+  // 694 progressive scans: refused by libjpeg's progress monitor at scan 101 (--max-jpeg-scans), issue 15.
+  cases.push_back(
+      {"many scans", c.Post("/v1/ocr", data("ocr/decode/many_scans.jpg"), "image/jpeg"), 422, "IMAGE_TOO_MANY_SCANS"});
+  // A path that is not UTF-8 once decoded: the request log line used to throw on it (json::dump).
+  cases.push_back({"path not utf-8", c.Get("/v1/%ff%fe"), 404, "NOT_FOUND"});
   cases.push_back(
       {"not an image", c.Post("/v1/ocr", std::string("hello, world"), "image/png"), 422, "UNSUPPORTED_IMAGE_FORMAT"});
   cases.push_back(

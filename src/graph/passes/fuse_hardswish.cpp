@@ -88,8 +88,13 @@ Result<bool> fuse_hardswish(Graph& graph) {
   pass_util::Sweep sweep(graph);
   for (Node* n : sweep.nodes()) {
     if (sweep.removed(n)) continue;
-    if (n->op == OpKind::kClip) changed |= fuse_clip_form(graph, sweep, n);
-    if (n->op == OpKind::kHardSigmoid) changed |= fuse_hardsigmoid_form(graph, sweep, n);
+    // fuse_clip_form may remove `n` itself: nothing reads it afterwards (the sanitizer build of the unit tests found
+    // the second test reading a freed node).
+    if (n->op == OpKind::kClip) {
+      changed |= fuse_clip_form(graph, sweep, n);
+    } else if (n->op == OpKind::kHardSigmoid) {
+      changed |= fuse_hardsigmoid_form(graph, sweep, n);
+    }
   }
   return changed;
 }
