@@ -1,7 +1,9 @@
 #include "core/tensor.h"
 
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <new>
 #include <sstream>
 
@@ -145,9 +147,21 @@ std::vector<int64_t> Tensor::to_int64s() const {
       case DType::kI32:
         v[i] = data<int32_t>()[i];
         break;
-      case DType::kF32:
-        v[i] = static_cast<int64_t>(data<float>()[i]);
+      case DType::kF32: {
+        // Saturating: a float outside int64's range (or NaN) converted directly is undefined behaviour, and these
+        // values come from model files. The callers' own limits then refuse the extreme values.
+        const float f = data<float>()[i];
+        if (std::isnan(f)) {
+          v[i] = 0;
+        } else if (f >= 9.2233720368547758e18f) {
+          v[i] = std::numeric_limits<int64_t>::max();
+        } else if (f <= -9.2233720368547758e18f) {
+          v[i] = std::numeric_limits<int64_t>::min();
+        } else {
+          v[i] = static_cast<int64_t>(f);
+        }
         break;
+      }
       case DType::kU8:
       case DType::kBool:
         v[i] = data<uint8_t>()[i];

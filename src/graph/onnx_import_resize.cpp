@@ -135,6 +135,10 @@ Status map_resize(NodeContext& c) {
   if (a.scales.empty()) {
     if (!c.input(3)) return c.invalid("has neither scales nor sizes");
     ASSIGN_OR_RETURN(Tensor t, c.constant_input(3, "sizes"));
+    if (t.dtype() != DType::kI64) {
+      // ONNX defines sizes as int64; a float tensor here is a broken file (fuzz_onnx found one of 2.6e32).
+      return c.invalid(fmt::format("sizes is {}, expected i64 (ONNX defines it as int64)", dtype_name(t.dtype())));
+    }
     if (static_cast<size_t>(t.numel()) != expect) {
       return c.invalid(fmt::format("sizes has {} values, expected {}", t.numel(), expect));
     }

@@ -19,6 +19,22 @@ Tensor from_bits(DType dt, const std::vector<uint16_t>& bits) {
   return t;
 }
 
+TEST(Tensor, ToInt64sSaturatesFloats) {
+  // Model files give these: a float past int64's range (or NaN) converted directly was undefined behaviour
+  // (fuzz_onnx, a Resize's sizes of 2.6e32).
+  Tensor t = Tensor::empty(DType::kF32, {6});
+  float* p = t.data<float>();
+  p[0] = 3.9f;
+  p[1] = -7.5f;
+  p[2] = 2.6e32f;
+  p[3] = -2.6e32f;
+  p[4] = std::numeric_limits<float>::quiet_NaN();
+  p[5] = std::numeric_limits<float>::infinity();
+  EXPECT_EQ(t.to_int64s(),
+            (std::vector<int64_t>{3, -7, std::numeric_limits<int64_t>::max(), std::numeric_limits<int64_t>::min(), 0,
+                                  std::numeric_limits<int64_t>::max()}));
+}
+
 TEST(Tensor, ToFloatsWidensHalf) {
   // 1, -2, 0.5, the largest finite half, the smallest subnormal, +inf, NaN.
   Tensor t = from_bits(DType::kF16, {0x3C00, 0xC000, 0x3800, 0x7BFF, 0x0001, 0x7C00, 0x7E00});

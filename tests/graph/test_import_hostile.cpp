@@ -126,5 +126,20 @@ TEST(ImportHostile, FuzzRegressionResizeScaleOverflow) {
   EXPECT_TRUE(contains(g.status().message(), "elements long")) << g.status().message();
 }
 
+TEST(ImportHostile, FuzzRegressionResizeSizesAsFloat) {
+  // A Resize whose sizes input is a float tensor (ONNX says int64) holding 2.6e32: read as integers it was a
+  // float-to-int64 conversion out of range (undefined behaviour; fuzz_onnx, 16-fork run on the GPU machine's host).
+  std::ifstream f(testing::source_dir() + "/fuzz/regressions/fuzz_onnx/resize_sizes_float_past_int64",
+                  std::ios::binary);
+  ASSERT_TRUE(f.good());
+  std::stringstream ss;
+  ss << f.rdbuf();
+  auto g = import_onnx_bytes(ss.str(), "resize.onnx");
+  ASSERT_FALSE(g.is_ok());
+  EXPECT_EQ(g.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_TRUE(contains(g.status().message(), "sizes is f32, expected i64")) << g.status().message();
+  EXPECT_TRUE(contains(g.status().message(), "resize")) << g.status().message();
+}
+
 }  // namespace
 }  // namespace steadyocr::graph
