@@ -10,28 +10,6 @@
 
 namespace steadyocr::pipeline {
 
-bool parse_rec_interp(const std::string& name, RecInterp* out) {
-  for (RecInterp i : {RecInterp::kLinear, RecInterp::kCubic, RecInterp::kLanczos}) {
-    if (name == rec_interp_name(i)) {
-      *out = i;
-      return true;
-    }
-  }
-  return false;
-}
-
-const char* rec_interp_name(RecInterp interp) {
-  switch (interp) {
-    case RecInterp::kLinear:
-      return "linear";
-    case RecInterp::kCubic:
-      return "cubic";
-    case RecInterp::kLanczos:
-      return "lanczos";
-  }
-  return "?";
-}
-
 void rec_normalize(const cv::Mat& crop, int height, int width, float* dst, RecInterp interp) {
   const size_t plane = static_cast<size_t>(height) * width;
   std::fill(dst, dst + 3 * plane, 0.f);
