@@ -24,7 +24,10 @@ inline const std::vector<std::string>& default_ladder() {
   return kLadder;
 }
 inline const std::vector<std::string>& known_rungs() {
-  static const std::vector<std::string> kRungs = {"cuda-fp32", "cuda-fp16", "cpu", "reference", "cpu-worker"};
+  // The -nocudnn rungs (no convolution through cuDNN) are pinned by name; they are not in the default ladder yet:
+  // the plugin still links cuDNN, so a missing cuDNN fails them too (issue 18).
+  static const std::vector<std::string> kRungs = {"cuda-fp32", "cuda-fp16", "cuda-fp32-nocudnn", "cuda-fp16-nocudnn",
+                                                  "cpu",       "reference", "cpu-worker"};
   return kRungs;
 }
 

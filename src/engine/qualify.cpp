@@ -88,8 +88,13 @@ Result<std::unique_ptr<pipeline::Pipeline>> build_rung_pipeline(const std::strin
   std::shared_ptr<Backend> backend;
   bool cuda = backend_name.rfind("cuda", 0) == 0;
   if (cuda) {
-    auto config = runtime::cuda_backend_config(backend_name == "cuda-fp32" ? "fp32" : "fp16",
-                                               options.gpu_mem_mb * (size_t{1} << 20));
+    std::string precision = "fp32";
+    bool cudnn = true;
+    if (!runtime::parse_cuda_backend_name(backend_name, &precision, &cudnn)) {
+      return invalid_argument("unknown CUDA rung '" + backend_name + "'");
+    }
+    auto config = runtime::cuda_backend_config(precision, options.gpu_mem_mb * (size_t{1} << 20));
+    config.cudnn = config.cudnn && cudnn;
     // One execution lane per image in flight in the worker (CUDA rungs run in workers only), made before serving.
     config.lanes = worker_jobs(options, backend_name) + 2;
     ASSIGN_OR_RETURN(backend, runtime::create_cuda_backend(config));
@@ -119,7 +124,7 @@ Result<std::unique_ptr<pipeline::Pipeline>> build_rung_pipeline(const std::strin
                    pipeline::Pipeline::load(options.models, backend, options.pipeline, wrap));
   if (options.self_test && backend_name != "reference") {
     // Reduced precision is judged by a looser bound; fp32 backends must match the oracle closely.
-    double tol = backend_name == "cuda-fp16" ? 2e-3 : 1e-5;
+    double tol = backend_name.find("fp16") != std::string::npos ? 2e-3 : 1e-5;
     std::string summary;
     if (models.count("det")) RETURN_IF_ERROR(self_test_model("det", *models["det"], {1, 3, 64, 96}, tol, &summary));
     if (models.count("rec")) RETURN_IF_ERROR(self_test_model("rec", *models["rec"], {2, 3, 48, 96}, tol, &summary));

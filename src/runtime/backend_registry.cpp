@@ -13,6 +13,8 @@ std::vector<std::string> available_backends() {
   if (cuda_plugin_status().loaded && cuda_plugin_status().device_count > 0) {
     names.push_back("cuda-fp32");
     names.push_back("cuda-fp16");
+    names.push_back("cuda-fp32-nocudnn");
+    names.push_back("cuda-fp16-nocudnn");
   }
 #ifdef STEADYOCR_HAVE_ONEDNN
   names.push_back("cpu");
@@ -26,8 +28,12 @@ Result<std::shared_ptr<Backend>> create_backend(const std::string& name) {
 }
 
 Result<std::shared_ptr<Backend>> create_backend(const std::string& name, const BackendOptions& options) {
-  if (name == "cuda-fp32" || name == "cuda-fp16") {
-    return create_cuda_backend(cuda_backend_config(name.substr(5), options.gpu_memory_budget_bytes, options.device));
+  std::string precision;
+  bool cudnn = true;
+  if (parse_cuda_backend_name(name, &precision, &cudnn)) {
+    cuda::BackendConfig config = cuda_backend_config(precision, options.gpu_memory_budget_bytes, options.device);
+    config.cudnn = config.cudnn && cudnn;
+    return create_cuda_backend(config);
   }
   if (name == "reference") return std::shared_ptr<Backend>(make_reference_backend());
 #ifdef STEADYOCR_HAVE_ONEDNN

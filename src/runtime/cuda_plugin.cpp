@@ -187,6 +187,18 @@ const SteadyocrPluginApi* cuda_plugin_api() {
   return g_api;
 }
 
+bool parse_cuda_backend_name(const std::string& name, std::string* precision, bool* cudnn) {
+  for (const char* p : {"fp32", "fp16"}) {
+    const std::string base = std::string("cuda-") + p;
+    if (name == base || name == base + "-nocudnn") {
+      *precision = p;
+      *cudnn = name == base;
+      return true;
+    }
+  }
+  return false;
+}
+
 cuda::BackendConfig cuda_backend_config(const std::string& precision, size_t memory_budget_bytes, int device) {
   static const cuda::BackendConfig overrides = [] {
     auto is = [](const char* name, std::initializer_list<const char*> values) {
@@ -200,6 +212,7 @@ cuda::BackendConfig cuda_backend_config(const std::string& precision, size_t mem
     cuda::BackendConfig c;
     c.debug_sync = is("STEADYOCR_CUDA_DEBUG_SYNC", {"1"});
     c.own_conv = !is("STEADYOCR_CUDA_OWN_CONV", {"0"});
+    c.cudnn = !is("STEADYOCR_CUDA_CUDNN", {"0", "off", "false"});
     c.cuda_graphs = !is("STEADYOCR_CUDA_GRAPHS", {"0", "off", "false"});
     c.calibrate = !is("STEADYOCR_CUDA_CALIBRATE", {"0", "off", "false"});
     if (const char* f = std::getenv("STEADYOCR_CUDA_FAULT")) c.fault_spec = f;

@@ -37,6 +37,10 @@ const SteadyocrPluginApi* cuda_plugin_api();
 // Checks a plugin table against this binary (API version first, then the C++ ABI tag); the error says what to do.
 Status check_plugin_api(const SteadyocrPluginApi* api, const std::string& path);
 
+// The CUDA backend names: "cuda-fp32", "cuda-fp16", and the same with "-nocudnn" (no convolution through cuDNN:
+// im2col/col2im + cuBLAS). False for any other name.
+bool parse_cuda_backend_name(const std::string& name, std::string* precision, bool* cudnn);
+
 // The configuration of a CUDA backend ("fp32" or "fp16") on `device` with a memory budget (0 = none), with the
 // documented overrides from the environment, read once per process (docs/FAULTS.md, "Settings of the CUDA
 // backend"): STEADYOCR_CUDA_FAULT, STEADYOCR_CUDA_DEBUG_SYNC=1, STEADYOCR_CUDA_OWN_CONV=0, STEADYOCR_CUDA_GRAPHS=0,

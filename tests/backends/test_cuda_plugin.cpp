@@ -69,6 +69,33 @@ SteadyocrPluginApi complete_table(const std::string& abi) {
   return api;
 }
 
+TEST(CudaPlugin, BackendNamesAndTheCudnnSwitch) {
+  // The four CUDA backend names and what they ask of the plugin; anything else is not a CUDA backend.
+  std::string precision;
+  bool cudnn = false;
+  ASSERT_TRUE(runtime::parse_cuda_backend_name("cuda-fp32", &precision, &cudnn));
+  EXPECT_EQ(precision, "fp32");
+  EXPECT_TRUE(cudnn);
+  ASSERT_TRUE(runtime::parse_cuda_backend_name("cuda-fp16-nocudnn", &precision, &cudnn));
+  EXPECT_EQ(precision, "fp16");
+  EXPECT_FALSE(cudnn);
+  ASSERT_TRUE(runtime::parse_cuda_backend_name("cuda-fp32-nocudnn", &precision, &cudnn));
+  EXPECT_EQ(precision, "fp32");
+  EXPECT_FALSE(cudnn);
+  for (const char* bad : {"cuda", "cuda-fp8", "cuda-fp32-", "cuda-fp32-cudnn", "cpu", "cuda-fp16nocudnn"}) {
+    EXPECT_FALSE(runtime::parse_cuda_backend_name(bad, &precision, &cudnn)) << bad;
+  }
+  // The switch crosses the plugin boundary (an appended field of SoBackendConfig) both ways.
+  cuda::BackendConfig c;
+  EXPECT_TRUE(c.cudnn);
+  c.cudnn = false;
+  SoBackendConfig a = cuda::to_abi(c);
+  EXPECT_EQ(a.cudnn, 0);
+  EXPECT_FALSE(cuda::from_abi(a).cudnn);
+  c.cudnn = true;
+  EXPECT_TRUE(cuda::from_abi(cuda::to_abi(c)).cudnn);
+}
+
 TEST(CudaPlugin, AcceptsMatchingTable) {
   SteadyocrPluginApi api = complete_table(plugin_abi_tag());
   Status s = runtime::check_plugin_api(&api, "/x/libsteadyocr_cuda.so");

@@ -22,7 +22,10 @@ struct BackendConfig {
   bool own_conv = true;     // depthwise and pointwise convolutions on own kernels / cuBLAS (false: all on cuDNN)
   bool cuda_graphs = true;  // replay shape buckets seen twice as CUDA graphs
   bool calibrate = true;    // fp16: verify the per-layer precision on the first real input of each model
-  std::string fault_spec;   // faults to arm in the plugin at creation (docs/FAULTS.md); "" = none
+  // false: no convolution goes to cuDNN: regular ones as im2col + cuBLAS GEMM, transposed ones as cuBLAS GEMM +
+  // col2im, depthwise and pointwise ones as with own_conv (STEADYOCR_CUDA_CUDNN=0).
+  bool cudnn = true;
+  std::string fault_spec;  // faults to arm in the plugin at creation (docs/FAULTS.md); "" = none
 };
 
 // The C form of `c`; its strings point into `c`, which must outlive the result.
@@ -38,6 +41,7 @@ inline SoBackendConfig to_abi(const BackendConfig& c) {
   a.cuda_graphs = c.cuda_graphs ? 1 : 0;
   a.calibrate = c.calibrate ? 1 : 0;
   a.fault_spec = c.fault_spec.c_str();
+  a.cudnn = c.cudnn ? 1 : 0;
   return a;
 }
 
@@ -52,6 +56,7 @@ inline BackendConfig from_abi(const SoBackendConfig& a) {
   c.cuda_graphs = a.cuda_graphs != 0;
   c.calibrate = a.calibrate != 0;
   c.fault_spec = a.fault_spec ? a.fault_spec : "";
+  c.cudnn = a.cudnn != 0;
   return c;
 }
 

@@ -52,11 +52,12 @@ Result<std::unique_ptr<CudaBackend>> CudaBackend::create(const BackendConfig& co
   } else {
     return invalid_argument(fmt::format("CUDA precision '{}' is not one of fp32, fp16", precision));
   }
-  st->name = "cuda-" + precision;
+  st->name = "cuda-" + precision + (config.cudnn ? "" : "-nocudnn");
   st->use_graphs = config.cuda_graphs;
   st->calibrate = config.calibrate;
   st->debug_sync = config.debug_sync;
   st->own_conv = config.own_conv;
+  st->cudnn = config.cudnn;
   const int device = config.device;
   const size_t mem_budget_bytes = config.memory_budget_bytes;
   int count = 0;
@@ -104,10 +105,12 @@ Result<std::unique_ptr<CudaBackend>> CudaBackend::create(const BackendConfig& co
   SO_GPU_CHECK(cublasGetProperty(PATCH_LEVEL, &pat));
   di.libraries["cublas"] =
       fmt::format("{}.{}.{} ({})", maj, min, pat, library_of(reinterpret_cast<const void*>(&cublasGetProperty)));
+  if (!st->cudnn) di.libraries["convolutions"] = "without cuDNN (im2col/col2im + cuBLAS)";
   if (mem_budget_bytes) di.libraries["memory_budget"] = fmt::format("{} MiB", mem_budget_bytes >> 20);
-  log::info("cuda", "{} on {} (cc {}, {} MiB), cuDNN {}, cuBLAS {}.{}.{}{}", st->name, di.name, di.compute_capability,
-            di.memory_bytes >> 20, di.libraries["cudnn"], maj, min, pat,
-            mem_budget_bytes ? fmt::format(", budget {} MiB", mem_budget_bytes >> 20) : "");
+  log::info("cuda", "{} on {} (cc {}, {} MiB), cuDNN {}{}, cuBLAS {}.{}.{}{}", st->name, di.name, di.compute_capability,
+            di.memory_bytes >> 20, di.libraries["cudnn"],
+            st->cudnn ? "" : " (not used for convolutions: a -nocudnn backend or STEADYOCR_CUDA_CUDNN=0)", maj, min,
+            pat, mem_budget_bytes ? fmt::format(", budget {} MiB", mem_budget_bytes >> 20) : "");
   return b;
 }
 

@@ -22,6 +22,7 @@ struct PlanOptions {
   std::set<std::string> force_f32;  // nodes kept in fp32 (by name), from the calibration
   bool keep_all = false;            // no buffer reuse, no fusion: every value readable after a run (calibration)
   bool own_conv = true;             // depthwise/pointwise convolutions without cuDNN (BackendConfig::own_conv)
+  bool cudnn = true;                // false: no convolution through cuDNN (BackendConfig::cudnn)
 };
 
 struct Plan {
@@ -74,7 +75,8 @@ class PlanBuilder {
   CudaDevice& device() { return device_; }
   cudnnHandle_t cudnn() const { return cudnn_; }
   Precision precision() const { return options_.precision; }
-  bool own_conv() const { return options_.own_conv; }
+  bool own_conv() const { return options_.own_conv || !options_.cudnn; }
+  bool use_cudnn() const { return options_.cudnn; }
 
  private:
   Status build_node(const graph::Node& n);

@@ -74,6 +74,7 @@ typedef struct SoBackendConfig {
   int cuda_graphs;            /* replay hot shapes as CUDA graphs */
   int calibrate;              /* fp16: verify the per-layer precision on a real input */
   const char* fault_spec;     /* faults armed at creation (docs/FAULTS.md); "" = none */
+  int cudnn;                  /* 0: no convolution through cuDNN (every one on own kernels + cuBLAS) */
 } SoBackendConfig;
 
 typedef struct SteadyocrPluginApi {

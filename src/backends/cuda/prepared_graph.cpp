@@ -116,6 +116,7 @@ PlanOptions CudaPreparedGraph::plan_options() const {
   PlanOptions o;
   o.precision = state_->precision;
   o.own_conv = state_->own_conv;
+  o.cudnn = state_->cudnn;
   return o;
 }
 

@@ -93,6 +93,22 @@ struct DepthwiseParams {
 };
 cudaError_t launch_depthwise(const DepthwiseParams& p, cudaStream_t stream);
 
+// ---- convolution without cuDNN (im2col.cu): NCHW, the GEMM is cuBLAS's -------------------------------------------
+// im2col: col[i][(c * kh + ky) * kw + kx][oy * ow + ox] = x[n0 + i][c][oy * sh - pad_t + ky * dil_h][...] (0 outside),
+// for `n` images from x (already offset to the first one).
+// col2im (the transposed convolution's gather): y[i][c][oy][ox] = sum over the (ky, kx, iy, ix) with
+// oy + pad_t = iy * sh + ky * dil_h (and likewise on x) of col[i][(c * kh + ky) * kw + kx][iy * w_in + ix];
+// here h/w_in are the transposed convolution's input sides and oh/ow its output sides.
+struct Im2colParams {
+  const void* src = nullptr;
+  void* dst = nullptr;
+  Dt dt = Dt::kF32;
+  int n = 0, c = 0, h = 0, w_in = 0, oh = 0, ow = 0;
+  int kh = 1, kw = 1, sh = 1, sw = 1, pad_t = 0, pad_l = 0, dil_h = 1, dil_w = 1;
+};
+cudaError_t launch_im2col(const Im2colParams& p, cudaStream_t stream);
+cudaError_t launch_col2im(const Im2colParams& p, cudaStream_t stream);
+
 // ---- resize (resize.cu): NCHW, on H and W ----------------------------------------------------------------------
 struct ResizeParams {
   const void* x = nullptr;

@@ -1,8 +1,11 @@
 // Convolutions without cuDNN (conv_util.h): depthwise through kernels/depthwise.cu, pointwise 1x1 as one cuBLAS
-// (strided batched) GEMM per batch: y[n] (K x HW) = W (K x C) * x[n] (C x HW). Both end with the same fused
-// epilogue program as the cuDNN path, so the fusion pass treats them alike.
+// (strided batched) GEMM per batch: y[n] (K x HW) = W (K x C) * x[n] (C x HW). With cuDNN off (BackendConfig::cudnn)
+// every other convolution too: im2col (kernels/im2col.cu) then y[n]_g (K/g x OHOW) = W_g (K/g x C/g*kh*kw) *
+// col[n]_g, and transposed ones as col[n]_g (C/g*kh*kw x HW) = W_g^T * x[n]_g then col2im. All end with the same
+// fused epilogue program as the cuDNN path, so the fusion pass treats them alike.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <string>
 
 #include "backends/cuda/check.h"
@@ -14,11 +17,15 @@ namespace {
 
 class OwnConvStep : public Step {
  public:
-  enum class Kind { kDepthwise, kPointwise } kind = Kind::kDepthwise;
+  enum class Kind { kDepthwise, kPointwise, kIm2col } kind = Kind::kDepthwise;
   DevTensor x, y;
   BufRef w;
   k::DepthwiseParams dw;                       // kDepthwise (pointers filled at bind)
-  int64_t batch = 1, c = 0, kout = 0, hw = 0;  // kPointwise
+  int64_t batch = 1, c = 0, kout = 0, hw = 0;  // kPointwise (and kIm2col: hw = input H*W)
+  // kIm2col: col holds `chunk` images' columns (c*kh*kw x ohw each); the GEMMs run per group.
+  k::Im2colParams ic;
+  BufRef col;
+  int64_t group = 1, kk = 1, ohw = 0, chunk = 1;
   EwProgram epilogue;
 
   Status bind(const Bindings& b) override {
@@ -28,6 +35,7 @@ class OwnConvStep : public Step {
     dw.x = x_ptr_;
     dw.w = w_ptr_;
     dw.y = y_ptr_;
+    if (kind == Kind::kIm2col) col_ptr_ = b.ptr(col);
     run_epilogue_ = !(epilogue.instrs.empty() && epilogue.out == y.ref && epilogue.out_dtype == y.dtype &&
                       epilogue.inputs.size() == 1);
     if (run_epilogue_) RETURN_IF_ERROR(epilogue.to_params(b, &epi_params_));
@@ -37,6 +45,8 @@ class OwnConvStep : public Step {
   Status enqueue(const ExecContext& ctx) const override {
     if (kind == Kind::kDepthwise) {
       SO_LAUNCH(k::launch_depthwise(dw, ctx.stream));
+    } else if (kind == Kind::kIm2col) {
+      RETURN_IF_ERROR(enqueue_im2col(ctx));
     } else {
       const float one = 1.f, zero = 0.f;
       const cudaDataType_t t = y.dtype == DType::kF16 ? CUDA_R_16F : CUDA_R_32F;
@@ -52,6 +62,7 @@ class OwnConvStep : public Step {
   void collect(std::vector<BufRef>* reads, std::vector<BufRef>* writes) const override {
     reads->push_back(x.ref);
     reads->push_back(w);
+    if (kind == Kind::kIm2col) writes->push_back(col);
     writes->push_back(y.ref);
     for (const auto& in : epilogue.inputs) reads->push_back(in.ref);
     writes->push_back(epilogue.out);
@@ -59,8 +70,109 @@ class OwnConvStep : public Step {
 
   unsigned calls() const override {
     if (kind == Kind::kDepthwise) return kCallsOwnKernels;
+    if (kind == Kind::kIm2col) return kCallsCublas | kCallsOwnKernels;
     return kCallsCublas | (run_epilogue_ ? kCallsOwnKernels : 0u);
   }
+
+  EwProgram* program() override { return &epilogue; }
+
+ private:
+  Status enqueue_im2col(const ExecContext& ctx) const {
+    const float one = 1.f, zero = 0.f;
+    const cudaDataType_t t = y.dtype == DType::kF16 ? CUDA_R_16F : CUDA_R_32F;
+    const size_t es = dtype_size(y.dtype);
+    const int64_t cg = c / group, kg = kout / group, rows = cg * kk;  // GEMM: (kg x rows) * (rows x ohw)
+    for (int64_t n0 = 0; n0 < batch; n0 += chunk) {
+      const int64_t cnt = std::min(chunk, batch - n0);
+      k::Im2colParams p = ic;
+      p.n = static_cast<int>(cnt);
+      p.src = static_cast<const char*>(x_ptr_) + n0 * c * hw * es;
+      p.dst = col_ptr_;
+      SO_LAUNCH(k::launch_im2col(p, ctx.stream));
+      char* y0 = static_cast<char*>(y_ptr_) + n0 * kout * ohw * es;
+      if (group == 1) {
+        SO_GPU_CHECK(cublasGemmStridedBatchedEx(
+            ctx.cublas, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(ohw), static_cast<int>(kout), static_cast<int>(rows),
+            &one, col_ptr_, t, static_cast<int>(ohw), rows * ohw, w_ptr_, t, static_cast<int>(rows), 0, &zero, y0, t,
+            static_cast<int>(ohw), kout * ohw, static_cast<int>(cnt), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+        continue;
+      }
+      for (int64_t i = 0; i < cnt; ++i) {
+        SO_GPU_CHECK(cublasGemmStridedBatchedEx(
+            ctx.cublas, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(ohw), static_cast<int>(kg), static_cast<int>(rows),
+            &one, static_cast<const char*>(col_ptr_) + i * c * kk * ohw * es, t, static_cast<int>(ohw), rows * ohw,
+            w_ptr_, t, static_cast<int>(rows), kg * rows, &zero, y0 + i * kout * ohw * es, t, static_cast<int>(ohw),
+            kg * ohw, static_cast<int>(group), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+      }
+    }
+    return Status::ok();
+  }
+
+  const void* x_ptr_ = nullptr;
+  const void* w_ptr_ = nullptr;
+  void* y_ptr_ = nullptr;
+  void* col_ptr_ = nullptr;
+  k::EwParams epi_params_;
+  bool run_epilogue_ = false;
+};
+
+// ConvTranspose without cuDNN: per image and group col_g (Cout/g*kh*kw x HW) = W_g^T (Cout/g*kh*kw x Cin/g) *
+// x_g (Cin/g x HW), then col2im gathers the output (its pads and output_padding are in the output sides).
+class OwnDeconvStep : public Step {
+ public:
+  DevTensor x, y;
+  BufRef w, col;
+  k::Im2colParams ci;  // col2im: h/w_in the input sides, oh/ow the output sides
+  int64_t batch = 1, cin = 0, cout = 0, group = 1, kk = 1, hw = 0, ohw = 0, chunk = 1;
+  EwProgram epilogue;
+
+  Status bind(const Bindings& b) override {
+    x_ptr_ = b.ptr(x.ref);
+    w_ptr_ = b.ptr(w);
+    y_ptr_ = b.ptr(y.ref);
+    col_ptr_ = b.ptr(col);
+    run_epilogue_ = !(epilogue.instrs.empty() && epilogue.out == y.ref && epilogue.out_dtype == y.dtype &&
+                      epilogue.inputs.size() == 1);
+    if (run_epilogue_) RETURN_IF_ERROR(epilogue.to_params(b, &epi_params_));
+    return Status::ok();
+  }
+
+  Status enqueue(const ExecContext& ctx) const override {
+    const float one = 1.f, zero = 0.f;
+    const cudaDataType_t t = y.dtype == DType::kF16 ? CUDA_R_16F : CUDA_R_32F;
+    const size_t es = dtype_size(y.dtype);
+    const int64_t cing = cin / group, rows = cout / group * kk;  // col_g: rows x hw
+    for (int64_t n0 = 0; n0 < batch; n0 += chunk) {
+      const int64_t cnt = std::min(chunk, batch - n0);
+      const char* x0 = static_cast<const char*>(x_ptr_) + n0 * cin * hw * es;
+      for (int64_t i = 0; i < cnt; ++i) {
+        // Column-major: col_g^T (hw x rows) = x_g^T (hw x cing) * W_g (cing x rows), W_g stored as (rows x cing).
+        SO_GPU_CHECK(cublasGemmStridedBatchedEx(
+            ctx.cublas, CUBLAS_OP_N, CUBLAS_OP_T, static_cast<int>(hw), static_cast<int>(rows), static_cast<int>(cing),
+            &one, x0 + i * cin * hw * es, t, static_cast<int>(hw), cing * hw, w_ptr_, t, static_cast<int>(rows),
+            cing * rows, &zero, static_cast<char*>(col_ptr_) + i * cout * kk * hw * es, t, static_cast<int>(hw),
+            rows * hw, static_cast<int>(group), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+      }
+      k::Im2colParams p = ci;
+      p.n = static_cast<int>(cnt);
+      p.src = col_ptr_;
+      p.dst = static_cast<char*>(y_ptr_) + n0 * cout * ohw * es;
+      SO_LAUNCH(k::launch_col2im(p, ctx.stream));
+    }
+    if (run_epilogue_) SO_LAUNCH(k::launch_elementwise(epi_params_, ctx.stream));
+    return Status::ok();
+  }
+
+  void collect(std::vector<BufRef>* reads, std::vector<BufRef>* writes) const override {
+    reads->push_back(x.ref);
+    reads->push_back(w);
+    writes->push_back(col);
+    writes->push_back(y.ref);
+    for (const auto& in : epilogue.inputs) reads->push_back(in.ref);
+    writes->push_back(epilogue.out);
+  }
+
+  unsigned calls() const override { return kCallsCublas | kCallsOwnKernels; }
 
   EwProgram* program() override { return &epilogue; }
 
@@ -68,9 +180,16 @@ class OwnConvStep : public Step {
   const void* x_ptr_ = nullptr;
   const void* w_ptr_ = nullptr;
   void* y_ptr_ = nullptr;
+  void* col_ptr_ = nullptr;
   k::EwParams epi_params_;
   bool run_epilogue_ = false;
 };
+
+// Images per im2col/col2im scratch: as many as fit 64 MiB, at least one.
+int64_t images_per_chunk(int64_t batch, int64_t bytes_per_image) {
+  constexpr int64_t kScratch = int64_t{64} << 20;
+  return std::clamp<int64_t>(kScratch / std::max<int64_t>(bytes_per_image, 1), 1, std::max<int64_t>(batch, 1));
+}
 
 }  // namespace
 
@@ -115,7 +234,12 @@ Status build_conv_without_cudnn(PlanBuilder& b, const graph::Node& n, bool* hand
   const bool pointwise = a.group == 1 && wv->shape[1] == C && wv->shape[2] == 1 && wv->shape[3] == 1 &&
                          a.strides[0] == 1 && a.strides[1] == 1 && a.pads[0] == 0 && a.pads[1] == 0 && a.pads[2] == 0 &&
                          a.pads[3] == 0 && yv->shape[2] == xv->shape[2] && yv->shape[3] == xv->shape[3];
-  if (!depthwise && !pointwise) return Status::ok();
+  const bool general = !depthwise && !pointwise;
+  if (general && b.use_cudnn()) return Status::ok();
+  if (wv->shape[1] * a.group != C || K % a.group != 0) {
+    return invalid_argument(fmt::format("weights {} do not fit input {} with group {}", shape_str(wv->shape),
+                                        shape_str(xv->shape), a.group));
+  }
   const DType dt = b.compute_type(n);
   auto step = std::make_unique<OwnConvStep>();
   ASSIGN_OR_RETURN(step->x, b.input(xv, dt));
@@ -139,14 +263,89 @@ Status build_conv_without_cudnn(PlanBuilder& b, const graph::Node& n, bool* hand
     p.pad_l = static_cast<int>(a.pads[1]);
     p.dil_h = static_cast<int>(a.dilations[0]);
     p.dil_w = static_cast<int>(a.dilations[1]);
-  } else {
+  } else if (pointwise) {
     step->kind = OwnConvStep::Kind::kPointwise;
     step->batch = xv->shape[0];
     step->c = C;
     step->kout = K;
     step->hw = xv->shape[2] * xv->shape[3];
+  } else {
+    step->kind = OwnConvStep::Kind::kIm2col;
+    step->batch = xv->shape[0];
+    step->c = C;
+    step->kout = K;
+    step->group = a.group;
+    step->hw = xv->shape[2] * xv->shape[3];
+    step->kk = wv->shape[2] * wv->shape[3];
+    step->ohw = yv->shape[2] * yv->shape[3];
+    k::Im2colParams& p = step->ic;
+    p.dt = to_kdt(dt);
+    p.c = static_cast<int>(C);
+    p.h = static_cast<int>(xv->shape[2]);
+    p.w_in = static_cast<int>(xv->shape[3]);
+    p.oh = static_cast<int>(yv->shape[2]);
+    p.ow = static_cast<int>(yv->shape[3]);
+    p.kh = static_cast<int>(wv->shape[2]);
+    p.kw = static_cast<int>(wv->shape[3]);
+    p.sh = static_cast<int>(a.strides[0]);
+    p.sw = static_cast<int>(a.strides[1]);
+    p.pad_t = static_cast<int>(a.pads[0]);
+    p.pad_l = static_cast<int>(a.pads[1]);
+    p.dil_h = static_cast<int>(a.dilations[0]);
+    p.dil_w = static_cast<int>(a.dilations[1]);
+    const int64_t per_image = C * step->kk * step->ohw * static_cast<int64_t>(dtype_size(dt));
+    step->chunk = images_per_chunk(step->batch, per_image);
+    step->col = b.scratch(static_cast<size_t>(step->chunk * per_image));
   }
   RETURN_IF_ERROR(build_conv_epilogue(b, n, step->y, K, a.act, &step->epilogue));
+  b.add_step(std::move(step), &n);
+  *handled = true;
+  return Status::ok();
+}
+
+Status build_conv_transpose_without_cudnn(PlanBuilder& b, const graph::Node& n, bool* handled) {
+  *handled = false;
+  if (b.use_cudnn()) return Status::ok();
+  const auto& a = n.attr<graph::ConvTransposeAttrs>();
+  const graph::Value* xv = n.input(0);
+  const graph::Value* wv = n.input(1);
+  const graph::Value* yv = n.output();
+  const int64_t cin = xv->shape[1], cout = yv->shape[1];
+  if (wv->shape[0] != cin || wv->shape[1] * a.group != cout || cin % a.group != 0) {
+    return invalid_argument(fmt::format("weights {} do not fit input {} / output {} with group {}",
+                                        shape_str(wv->shape), shape_str(xv->shape), shape_str(yv->shape), a.group));
+  }
+  const DType dt = b.compute_type(n);
+  auto step = std::make_unique<OwnDeconvStep>();
+  ASSIGN_OR_RETURN(step->x, b.input(xv, dt));
+  ASSIGN_OR_RETURN(step->w, b.weight(wv->constant, dt));
+  ASSIGN_OR_RETURN(step->y, b.output(yv, dt));
+  step->batch = xv->shape[0];
+  step->cin = cin;
+  step->cout = cout;
+  step->group = a.group;
+  step->kk = wv->shape[2] * wv->shape[3];
+  step->hw = xv->shape[2] * xv->shape[3];
+  step->ohw = yv->shape[2] * yv->shape[3];
+  k::Im2colParams& p = step->ci;
+  p.dt = to_kdt(dt);
+  p.c = static_cast<int>(cout);
+  p.h = static_cast<int>(xv->shape[2]);
+  p.w_in = static_cast<int>(xv->shape[3]);
+  p.oh = static_cast<int>(yv->shape[2]);
+  p.ow = static_cast<int>(yv->shape[3]);
+  p.kh = static_cast<int>(wv->shape[2]);
+  p.kw = static_cast<int>(wv->shape[3]);
+  p.sh = static_cast<int>(a.strides[0]);
+  p.sw = static_cast<int>(a.strides[1]);
+  p.pad_t = static_cast<int>(a.pads[0]);
+  p.pad_l = static_cast<int>(a.pads[1]);
+  p.dil_h = static_cast<int>(a.dilations[0]);
+  p.dil_w = static_cast<int>(a.dilations[1]);
+  const int64_t per_image = cout * step->kk * step->hw * static_cast<int64_t>(dtype_size(dt));
+  step->chunk = images_per_chunk(step->batch, per_image);
+  step->col = b.scratch(static_cast<size_t>(step->chunk * per_image));
+  RETURN_IF_ERROR(build_conv_epilogue(b, n, step->y, cout, a.act, &step->epilogue));
   b.add_step(std::move(step), &n);
   *handled = true;
   return Status::ok();

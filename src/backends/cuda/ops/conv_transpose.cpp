@@ -96,6 +96,9 @@ Status build_conv_transpose(PlanBuilder& b, const graph::Node& n) {
   const graph::Value* xv = n.input(0);
   const graph::Value* wv = n.input(1);
   const graph::Value* yv = n.output();
+  bool handled = false;
+  RETURN_IF_ERROR(build_conv_transpose_without_cudnn(b, n, &handled));
+  if (handled) return Status::ok();
   const bool cropped = a.pads[0] != a.pads[2] || a.pads[1] != a.pads[3];
   const DType dt = b.compute_type(n);
   auto step = std::make_unique<DeconvStep>();

@@ -16,6 +16,10 @@ Status build_conv_epilogue(PlanBuilder& b, const graph::Node& n, const DevTensor
 // execution plan on the first call of every new shape (tens of ms per shape bucket), these need none. Sets
 // *handled when it took the node. BackendConfig::own_conv = false (STEADYOCR_CUDA_OWN_CONV=0) sends every
 // convolution to cuDNN.
+// With BackendConfig::cudnn = false (STEADYOCR_CUDA_CUDNN=0) it takes every convolution: the others as im2col +
+// cuBLAS GEMM (kernels/im2col.cu).
 Status build_conv_without_cudnn(PlanBuilder& b, const graph::Node& n, bool* handled);
+// ConvTranspose as cuBLAS GEMM + col2im, taken only with BackendConfig::cudnn = false.
+Status build_conv_transpose_without_cudnn(PlanBuilder& b, const graph::Node& n, bool* handled);
 
 }  // namespace steadyocr::cuda
