@@ -185,6 +185,27 @@ class OwnDeconvStep : public Step {
   bool run_epilogue_ = false;
 };
 
+// The convolution's geometry into a kernel's parameters (DepthwiseParams, Im2colParams: same field names); `c` is
+// the channel count the kernel iterates over, x/y the input and output of the node (for ConvTranspose too).
+template <typename P, typename Attrs>
+void set_geometry(P* p, DType dt, int64_t c, const graph::Value* x, const graph::Value* w, const graph::Value* y,
+                  const Attrs& a) {
+  p->dt = to_kdt(dt);
+  p->c = static_cast<int>(c);
+  p->h = static_cast<int>(x->shape[2]);
+  p->w_in = static_cast<int>(x->shape[3]);
+  p->oh = static_cast<int>(y->shape[2]);
+  p->ow = static_cast<int>(y->shape[3]);
+  p->kh = static_cast<int>(w->shape[2]);
+  p->kw = static_cast<int>(w->shape[3]);
+  p->sh = static_cast<int>(a.strides[0]);
+  p->sw = static_cast<int>(a.strides[1]);
+  p->pad_t = static_cast<int>(a.pads[0]);
+  p->pad_l = static_cast<int>(a.pads[1]);
+  p->dil_h = static_cast<int>(a.dilations[0]);
+  p->dil_w = static_cast<int>(a.dilations[1]);
+}
+
 // Images per im2col/col2im scratch: as many as fit 64 MiB, at least one.
 int64_t images_per_chunk(int64_t batch, int64_t bytes_per_image) {
   constexpr int64_t kScratch = int64_t{64} << 20;
@@ -248,21 +269,8 @@ Status build_conv_without_cudnn(PlanBuilder& b, const graph::Node& n, bool* hand
   if (depthwise) {
     step->kind = OwnConvStep::Kind::kDepthwise;
     k::DepthwiseParams& p = step->dw;
-    p.dt = to_kdt(dt);
+    set_geometry(&p, dt, C, xv, wv, yv, a);
     p.n = static_cast<int>(xv->shape[0]);
-    p.c = static_cast<int>(C);
-    p.h = static_cast<int>(xv->shape[2]);
-    p.w_in = static_cast<int>(xv->shape[3]);
-    p.oh = static_cast<int>(yv->shape[2]);
-    p.ow = static_cast<int>(yv->shape[3]);
-    p.kh = static_cast<int>(wv->shape[2]);
-    p.kw = static_cast<int>(wv->shape[3]);
-    p.sh = static_cast<int>(a.strides[0]);
-    p.sw = static_cast<int>(a.strides[1]);
-    p.pad_t = static_cast<int>(a.pads[0]);
-    p.pad_l = static_cast<int>(a.pads[1]);
-    p.dil_h = static_cast<int>(a.dilations[0]);
-    p.dil_w = static_cast<int>(a.dilations[1]);
   } else if (pointwise) {
     step->kind = OwnConvStep::Kind::kPointwise;
     step->batch = xv->shape[0];
@@ -279,20 +287,7 @@ Status build_conv_without_cudnn(PlanBuilder& b, const graph::Node& n, bool* hand
     step->kk = wv->shape[2] * wv->shape[3];
     step->ohw = yv->shape[2] * yv->shape[3];
     k::Im2colParams& p = step->ic;
-    p.dt = to_kdt(dt);
-    p.c = static_cast<int>(C);
-    p.h = static_cast<int>(xv->shape[2]);
-    p.w_in = static_cast<int>(xv->shape[3]);
-    p.oh = static_cast<int>(yv->shape[2]);
-    p.ow = static_cast<int>(yv->shape[3]);
-    p.kh = static_cast<int>(wv->shape[2]);
-    p.kw = static_cast<int>(wv->shape[3]);
-    p.sh = static_cast<int>(a.strides[0]);
-    p.sw = static_cast<int>(a.strides[1]);
-    p.pad_t = static_cast<int>(a.pads[0]);
-    p.pad_l = static_cast<int>(a.pads[1]);
-    p.dil_h = static_cast<int>(a.dilations[0]);
-    p.dil_w = static_cast<int>(a.dilations[1]);
+    set_geometry(&p, dt, C, xv, wv, yv, a);
     const int64_t per_image = C * step->kk * step->ohw * static_cast<int64_t>(dtype_size(dt));
     step->chunk = images_per_chunk(step->batch, per_image);
     step->col = b.scratch(static_cast<size_t>(step->chunk * per_image));
@@ -328,20 +323,7 @@ Status build_conv_transpose_without_cudnn(PlanBuilder& b, const graph::Node& n, 
   step->hw = xv->shape[2] * xv->shape[3];
   step->ohw = yv->shape[2] * yv->shape[3];
   k::Im2colParams& p = step->ci;
-  p.dt = to_kdt(dt);
-  p.c = static_cast<int>(cout);
-  p.h = static_cast<int>(xv->shape[2]);
-  p.w_in = static_cast<int>(xv->shape[3]);
-  p.oh = static_cast<int>(yv->shape[2]);
-  p.ow = static_cast<int>(yv->shape[3]);
-  p.kh = static_cast<int>(wv->shape[2]);
-  p.kw = static_cast<int>(wv->shape[3]);
-  p.sh = static_cast<int>(a.strides[0]);
-  p.sw = static_cast<int>(a.strides[1]);
-  p.pad_t = static_cast<int>(a.pads[0]);
-  p.pad_l = static_cast<int>(a.pads[1]);
-  p.dil_h = static_cast<int>(a.dilations[0]);
-  p.dil_w = static_cast<int>(a.dilations[1]);
+  set_geometry(&p, dt, cout, xv, wv, yv, a);
   const int64_t per_image = cout * step->kk * step->hw * static_cast<int64_t>(dtype_size(dt));
   step->chunk = images_per_chunk(step->batch, per_image);
   step->col = b.scratch(static_cast<size_t>(step->chunk * per_image));
