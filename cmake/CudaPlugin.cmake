@@ -16,14 +16,25 @@ if(NOT STEADYOCR_CUDA STREQUAL "OFF")
     set(CMAKE_MINIMUM_REQUIRED_VERSION 3.24)
     find_package(CUDAToolkit)
     set(CMAKE_MINIMUM_REQUIRED_VERSION ${_so_cmake_min})
-    find_library(CUDNN_LIB cudnn HINTS ${CUDAToolkit_LIBRARY_DIR})
-    find_path(CUDNN_INCLUDE cudnn.h HINTS ${CUDAToolkit_INCLUDE_DIRS})
-    if(CUDAToolkit_FOUND AND CUDNN_LIB AND CUDNN_INCLUDE)
+    # cuDNN is loaded at run time (src/backends/cuda/cudnn_api.h): the build needs only its header, cudnn.h (the
+    # C API of cuDNN 9, the same for every CUDA major). STEADYOCR_CUDNN_INCLUDE names its folder where the toolkit's
+    # include folder does not hold it (the CUDA 11.8 plugin built with Debian's toolkit: docs/COMPATIBILITY.md).
+    find_path(CUDNN_INCLUDE cudnn.h HINTS ${STEADYOCR_CUDNN_INCLUDE} ${CUDAToolkit_INCLUDE_DIRS} /usr/local/cuda/include)
+    if(CUDAToolkit_FOUND AND CUDNN_INCLUDE)
       set(STEADYOCR_HAVE_CUDA ON)
     endif()
   endif()
   if(STEADYOCR_CUDA STREQUAL "ON" AND NOT STEADYOCR_HAVE_CUDA)
-    message(FATAL_ERROR "STEADYOCR_CUDA=ON but no CUDA toolkit with cuDNN was found (looked for nvcc, cudnn.h, libcudnn)")
+    message(FATAL_ERROR "STEADYOCR_CUDA=ON but no CUDA toolkit with the cuDNN header was found (looked for nvcc "
+                        "and cudnn.h; -DSTEADYOCR_CUDNN_INCLUDE=DIR names the folder of cudnn.h)")
   endif()
 endif()
-message(STATUS "steadyocr: CUDA plugin ${STEADYOCR_HAVE_CUDA}")
+if(STEADYOCR_HAVE_CUDA)
+  # One plugin per CUDA major, side by side: libsteadyocr_cuda13.so, libsteadyocr_cuda11.so (runtime/cuda_plugin.h
+  # picks the newest the driver runs).
+  string(REGEX MATCH "^[0-9]+" STEADYOCR_CUDA_MAJOR "${CMAKE_CUDA_COMPILER_VERSION}")
+  message(STATUS "steadyocr: CUDA plugin ON: libsteadyocr_cuda${STEADYOCR_CUDA_MAJOR}.so (nvcc "
+                 "${CMAKE_CUDA_COMPILER_VERSION}, cudnn.h in ${CUDNN_INCLUDE}, SASS ${STEADYOCR_CUDA_ARCHS})")
+else()
+  message(STATUS "steadyocr: CUDA plugin OFF")
+endif()

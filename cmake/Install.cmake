@@ -1,7 +1,8 @@
 # Install rules: `cmake --install build --prefix P` (component runtime, the default) lays steadyocr out as
 #   P/bin/steadyocr, P/bin/steadyocr-doctor          (RUNPATH $ORIGIN/../lib/steadyocr)
 #   P/lib/steadyocr/libso_core.so, libso_graph.so    (the engine's shared layers)
-#   P/lib/steadyocr/libsteadyocr_cuda.so             (the CUDA plugin; the binary looks for it there)
+#   P/lib/steadyocr/libsteadyocr_cuda13.so           (the CUDA plugins; the binary looks for them there and
+#   P/lib/steadyocr/libsteadyocr_cuda11.so            picks the newest the driver runs; 11: scripts/build_cuda11.sh)
 #   P/lib/libsteadyocr.so.0 + P/include/steadyocr.h  (the C API)
 # and `--component python` (only when named) lays out the Python package the wheel carries (setup.py runs it):
 #   P/steadyocr/_native.*.so                          (RUNPATH $ORIGIN/lib/steadyocr)
@@ -24,6 +25,8 @@ endif()
 
 install(TARGETS steadyocr steadyocr-doctor RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT runtime)
 install(TARGETS ${SO_ENGINE_TARGETS} LIBRARY DESTINATION ${SO_INSTALL_LIBDIR} COMPONENT runtime)
+# The CUDA 11.8 plugin of scripts/build_cuda11.sh, copied into this build folder, goes beside the CUDA 13 one.
+install(FILES ${CMAKE_BINARY_DIR}/libsteadyocr_cuda11.so DESTINATION ${SO_INSTALL_LIBDIR} COMPONENT runtime OPTIONAL)
 install(TARGETS steadyocr_c LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT runtime)
 install(FILES ${STEADYOCR_SOURCE_ROOT}/include/steadyocr.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT runtime)
 

@@ -15,7 +15,7 @@
 #   BUILD_DIR=/work/main/build scripts/build_image.sh
 #
 # Environment:
-#   BUILD_DIR     build tree with steadyocr and libsteadyocr_cuda.so built (default build)
+#   BUILD_DIR     build tree with steadyocr and libsteadyocr_cuda13.so built (default build)
 #   MODELS_DIR    the models (default models)
 #   IMAGE         image name (default localhost/steadyocr:<steadyocr --version>)
 #   CI_CACHE      cache of the pristine root tarball and of .deb files, shared with .ci/run (default /var/cache/steadyocr-ci)
@@ -57,9 +57,9 @@ done
 [[ -f $BUILD_DIR/cmake_install.cmake ]] && grep -q 'lib/steadyocr' "$BUILD_DIR/cmake_install.cmake" ||
   die "$BUILD_DIR has no install rules (cmake/Install.cmake): reconfigure it (cmake -S . -B $BUILD_DIR) and build"
 HAVE_CUDA=1
-if [[ ! -f $BUILD_DIR/libsteadyocr_cuda.so ]]; then
+if [[ ! -f $BUILD_DIR/libsteadyocr_cuda13.so ]]; then
   [[ -n ${ALLOW_NO_CUDA:-} ]] ||
-    die "$BUILD_DIR/libsteadyocr_cuda.so not found: build with the CUDA toolkit and cuDNN 9 in /usr/local/cuda (-DSTEADYOCR_CUDA=ON), or set ALLOW_NO_CUDA=1 for a CPU-only image"
+    die "$BUILD_DIR/libsteadyocr_cuda13.so not found: build with the CUDA toolkit and cuDNN 9 in /usr/local/cuda (-DSTEADYOCR_CUDA=ON), or set ALLOW_NO_CUDA=1 for a CPU-only image"
   HAVE_CUDA=""
 fi
 for m in "${MODEL_FILES[@]}"; do
@@ -74,11 +74,11 @@ mapfile -t PACKAGES < <(scripts/list_packages.sh --image)
 # The NVIDIA libraries: what the plugin's NEEDED entries resolve to here, outside Debian's packages and our own build.
 declare -A NVIDIA_LIBS=()
 if [[ -n $HAVE_CUDA ]]; then
-  ldd_out=$(ldd "$BUILD_DIR/libsteadyocr_cuda.so")
+  ldd_out=$(ldd "$BUILD_DIR/libsteadyocr_cuda13.so")
   if grep -q 'not found' <<<"$ldd_out"; then
     die "the CUDA plugin's libraries are not all found here: $(grep 'not found' <<<"$ldd_out" | tr -s ' \t' ' ' | paste -sd,): install the CUDA toolkit and cuDNN 9 into /usr/local/cuda (as the build used)"
   fi
-  for soname in $(readelf -d "$BUILD_DIR/libsteadyocr_cuda.so" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'); do
+  for soname in $(readelf -d "$BUILD_DIR/libsteadyocr_cuda13.so" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'); do
     path=$(awk -v n="$soname" '$1 == n && $2 == "=>" {print $3}' <<<"$ldd_out")
     case $soname in
       libcuda.so*) die "the plugin links libcuda directly ($path): it must not (the driver's libcuda is mounted by the NVIDIA container runtime)" ;;
@@ -86,8 +86,14 @@ if [[ -n $HAVE_CUDA ]]; then
       libcublas.so* | libcudnn.so*) NVIDIA_LIBS[$soname]=$path ;;
     esac
   done
+  # cuDNN is loaded at run time (src/backends/cuda/cudnn_api.h), not linked: the image carries the one beside the
+  # cudnn.h the build used, so the image's GPU rung has it (without it the image would serve from cuda-fp32-nocudnn).
+  cudnn_inc=$(sed -n 's/^CUDNN_INCLUDE:PATH=//p' "$BUILD_DIR/CMakeCache.txt")
+  for d in "$cudnn_inc/../lib" "$cudnn_inc/../lib64" /usr/lib/x86_64-linux-gnu; do
+    if [[ -f $d/libcudnn.so.9 ]]; then NVIDIA_LIBS[libcudnn.so.9]=$(realpath -s "$d/libcudnn.so.9"); break; fi
+  done
   [[ -n ${NVIDIA_LIBS[libcudnn.so.9]:-} ]] ||
-    die "the plugin does not link libcudnn.so.9 (NEEDED: $(readelf -d "$BUILD_DIR/libsteadyocr_cuda.so" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | paste -sd' ')): this script knows cuDNN 9 only"
+    die "no libcudnn.so.9 beside the cudnn.h the build used ($cudnn_inc/../lib) nor in /usr/lib/x86_64-linux-gnu: install cuDNN 9 there; this script knows cuDNN 9 only"
   # cuBLAS loads cuBLASLt (its own NEEDED); cuDNN its sub-libraries (dlopen), from its own folder ($ORIGIN).
   for soname in "${!NVIDIA_LIBS[@]}"; do
     for dep in $(readelf -d "${NVIDIA_LIBS[$soname]}" | sed -n 's/.*(NEEDED).*\[\(libcublas[^]]*\)\]/\1/p'); do
@@ -252,7 +258,7 @@ print(f"   doctor: plugin {build.get('plugin')} loaded={build.get('plugin_loaded
 if have_cuda == "0":
     sys.exit(0)
 bad = []
-if build.get("plugin") != prefix + "/lib/steadyocr/libsteadyocr_cuda.so" or not build.get("plugin_loaded"):
+if build.get("plugin") != prefix + "/lib/steadyocr/libsteadyocr_cuda13.so" or not build.get("plugin_loaded"):
     bad.append(f"plugin {build.get('plugin')} loaded={build.get('plugin_loaded')}")
 for lib in ("cudnn", "cublas"):
     real = env.get(lib, {}).get("realpath", "")

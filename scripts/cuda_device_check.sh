@@ -3,7 +3,7 @@
 # tests (golden models, per-node comparison, concurrency, memory, faults, timings), then steadyocr end to end on
 # the dev sets with cuda-fp16 and cuda-fp32, scored. Logs and results: $OUT/cuda_check.tgz; a summary is printed.
 #
-# Bundle (here): scripts/slim_bundle.py .devbundle build/steadyocr build/libsteadyocr_cuda.so build/tests/test_backends \
+# Bundle (here): scripts/slim_bundle.py .devbundle build/steadyocr build/libsteadyocr_cuda13.so build/tests/test_backends \
 #   -- models ../shared/data/golden ../shared/data/synth-dev ../shared/data/sroie-dev ../shared/tools/ocr_eval.py
 # Device (repo root, carry [".devbundle"]): scripts/cuda_device_check.sh   (E2E=0 skips the end-to-end part)
 set -uo pipefail

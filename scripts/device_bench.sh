@@ -5,7 +5,7 @@
 #
 # Build the bundle here first (the working tree travels; ../shared does not). scripts/slim_bundle.py stubs out the
 # GIS/DICOM readers OpenCV drags in, which device-bundle.sh would carry (its bundle is over 100 MiB; this one ~51):
-#   scripts/slim_bundle.py .devbundle build/steadyocr build/libsteadyocr_cuda.so -- models \
+#   scripts/slim_bundle.py .devbundle build/steadyocr build/libsteadyocr_cuda13.so -- models \
 #       ../shared/tools/peers ../shared/tools/ocr_eval.py ../shared/data/synth-dev ../shared/data/sroie-dev
 # then with carry [".devbundle"]:   scripts/device_bench.sh            (options: BACKENDS="cuda-fp16 cuda-fp32"
 #   SETS="synth-dev sroie-dev" PEERS=0 to skip the peers, REPEAT=2 to run each set twice and keep the last)

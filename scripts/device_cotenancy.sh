@@ -3,7 +3,7 @@
 # --backend cpu` on synth-dev idle and with BUSY shell loops running (default: half the cores), with the bounded
 # OpenMP spin-wait (the default) and with libgomp's own (STEADYOCR_OMP_SPIN=keep). Also checks what `--backend auto`
 # serves from and the doctor's GPU-sharing checks. Bundle: scripts/slim_bundle.py .devbundle build/steadyocr
-# build/libsteadyocr_cuda.so -- models ../shared/data/synth-dev examples/sample_doc.jpg
+# build/libsteadyocr_cuda13.so -- models ../shared/data/synth-dev examples/sample_doc.jpg
 set -uo pipefail
 BUNDLE=${1:-.devbundle/bundle.tgz}
 IMAGES=${IMAGES:-20}

@@ -7,8 +7,8 @@
 # command without the OCR pipeline (whose OpenCV/GDAL libraries do not fit the 64 MiB transfer with the plain
 # bundler); the full binary works too when packed with scripts/slim_bundle.py (bin/steadyocr is preferred):
 #   cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release && ninja -C build steadyocr-doctor steadyocr_cuda
-#   ../shared/tools/device-bundle.sh .devbundle build/steadyocr-doctor build/libsteadyocr_cuda.so -- models/
-#   (or: scripts/slim_bundle.py .devbundle build/steadyocr build/libsteadyocr_cuda.so -- models)
+#   ../shared/tools/device-bundle.sh .devbundle build/steadyocr-doctor build/libsteadyocr_cuda13.so -- models/
+#   (or: scripts/slim_bundle.py .devbundle build/steadyocr build/libsteadyocr_cuda13.so -- models)
 # On the device (repo root, carry [".devbundle"]):
 #   scripts/device_doctor.sh      # -> $OUT (the device tool) or ./doctor-out: summary.txt, doctor_outputs.tar
 set -u
@@ -63,7 +63,7 @@ run() {
   uname -r
   ls -la /usr/lib/x86_64-linux-gnu/libcudnn.so.9* /usr/local/cuda/lib64/libcudnn.so.9* "$TORCH_CUDNN"/libcudnn.so.9* 2>&1
   ldconfig -p | grep -E 'libcudnn.so.9 |libcublas.so.13 |libcuda.so.1 '
-  command -v cuobjdump >/dev/null && cuobjdump --list-elf --list-ptx "$B/bin/libsteadyocr_cuda.so" | sed 's/.*\.\(sm_[0-9a-z]*\)\..*/\1/' | sort | uniq -c
+  command -v cuobjdump >/dev/null && cuobjdump --list-elf --list-ptx "$B/bin/libsteadyocr_cuda13.so" | sed 's/.*\.\(sm_[0-9a-z]*\)\..*/\1/' | sort | uniq -c
   echo "binary: $S"
 } >>"$SUMMARY" 2>&1
 

@@ -3,7 +3,7 @@
 # the GPU machine, in one `device` run, beside the cuDNN path: the cross-backend op cases, the golden models, and
 # steadyocr end to end on the dev sets (scored, images/s). Logs: $OUT/nocudnn.tgz; a summary is printed.
 #
-# Bundle (here): scripts/slim_bundle.py .devbundle build/steadyocr build/libsteadyocr_cuda.so build/tests/test_backends \
+# Bundle (here): scripts/slim_bundle.py .devbundle build/steadyocr build/libsteadyocr_cuda13.so build/tests/test_backends \
 #   -- models ../shared/data/golden ../shared/data/synth-dev ../shared/data/sroie-dev ../shared/tools/ocr_eval.py
 # Device (repo root, carry [".devbundle"]): scripts/device_nocudnn.sh
 set -uo pipefail

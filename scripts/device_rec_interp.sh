@@ -7,7 +7,7 @@
 # cuDNN the machine has (rows of docs/COMPATIBILITY.md). Everything lands in $OUT (summary.txt, rec_interp.tgz).
 #
 # Bundle first, here:
-#   scripts/slim_bundle.py .devbundle build/steadyocr build/libsteadyocr_cuda.so build/examples/ocr_example -- \
+#   scripts/slim_bundle.py .devbundle build/steadyocr build/libsteadyocr_cuda13.so build/examples/ocr_example -- \
 #       models ../shared/tools/ocr_eval.py ../shared/data/synth-dev ../shared/data/sroie-dev \
 #       ../shared/data/paddleocr-samples examples/sample_doc.jpg
 # then with carry [".devbundle"]:  scripts/device_rec_interp.sh
@@ -96,7 +96,7 @@ for mode in linear cubic lanczos; do
 done
 
 echo "--- the C API on the GPU (examples/c/ocr_example)" | tee -a "$S"
-STEADYOCR_EXE=$B/bin/steadyocr STEADYOCR_CUDA_PLUGIN=$B/bin/libsteadyocr_cuda.so \
+STEADYOCR_EXE=$B/bin/steadyocr STEADYOCR_CUDA_PLUGIN=$B/bin/libsteadyocr_cuda13.so \
   $B/env.sh $B/bin/ocr_example --models "$F/models" "$F/sample_doc.jpg" >"$R/capi.txt" 2>&1
 echo "ocr_example exit $?" | tee -a "$S"
 head -4 "$R/capi.txt" | tee -a "$S"

@@ -6,7 +6,7 @@
 # (summary.txt, serve_bench.tgz with every CSV and log).
 #
 # Bundle first, here (hey travels as a binary; the peers for PEERS=1):
-#   scripts/slim_bundle.py .devbundle build/steadyocr build/libsteadyocr_cuda.so /usr/bin/hey -- models \
+#   scripts/slim_bundle.py .devbundle build/steadyocr build/libsteadyocr_cuda13.so /usr/bin/hey -- models \
 #       ../shared/data/synth-dev ../shared/tools/peers
 # then with carry [".devbundle"]:  scripts/device_serve_bench.sh
 #   env: LEVELS="1 8 32 128" DURATION=20 (s per level) PEERS=1 FAULTS=1 SERVE_ARGS="" BENCH=1 BATCH_SLOTS="16"

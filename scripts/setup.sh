@@ -1,11 +1,20 @@
 #!/usr/bin/env bash
 # One-step set-up on a fresh Debian 12 machine: packages, models, build, then OCR of the shipped sample.
 #   scripts/setup.sh            (as root, or with sudo available)
+#   scripts/setup.sh --cuda11   also builds the CUDA 11.8 plugin for drivers older than R580 (scripts/build_cuda11.sh:
+#                               Debian's non-free nvidia-cuda-toolkit, ~3.6 GB; not in CI)
 # Environment: BUILD_DIR (default build), JOBS (default: number of cores), STEADYOCR_CUDA (AUTO|ON|OFF),
 #              SKIP_APT=1 to skip package installation.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${BUILD_DIR:-build}
+CUDA11=""
+for arg in "$@"; do
+  case $arg in
+    --cuda11) CUDA11=1 ;;
+    *) echo "setup.sh: unknown argument '$arg' (known: --cuda11)" >&2; exit 2 ;;
+  esac
+done
 JOBS=${JOBS:-$(nproc)}
 SUDO=""
 [[ $(id -u) -ne 0 ]] && SUDO="sudo"
@@ -44,6 +53,7 @@ scripts/deploy_validator.sh "$BUILD_DIR"
 echo "== building ($BUILD_DIR, $JOBS jobs)"
 cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DSTEADYOCR_CUDA="${STEADYOCR_CUDA:-AUTO}" >/dev/null
 ninja -C "$BUILD_DIR" -j "$JOBS"
+[[ -n $CUDA11 ]] && JOBS=$JOBS scripts/build_cuda11.sh "$BUILD_DIR"
 
 # The Python module for Debian's python3: a .pth file in its site folder names build/python, so `import steadyocr`
 # works from any directory and always imports this build (docs/PYTHON.md; `pip install .` makes a copy instead).

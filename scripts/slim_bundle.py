@@ -6,7 +6,7 @@ Debian's OpenCV image codecs pull in GDAL and GDCM (GIS and DICOM readers) and t
 reads those formats, so this script replaces each such library by a stub exporting the functions the remaining
 libraries import from it (each returns 0: "cannot open"), and carries only the DT_NEEDED closure that remains.
 
-  scripts/slim_bundle.py .devbundle build/steadyocr build/libsteadyocr_cuda.so [more binaries] -- models \\
+  scripts/slim_bundle.py .devbundle build/steadyocr build/libsteadyocr_cuda13.so [more binaries] -- models \\
       ../shared/tools/peers ../shared/tools/ocr_eval.py ../shared/data/synth-dev ../shared/data/sroie-dev
 
 Same layout as device-bundle.sh: bundle/{bin,lib,files,env.sh} in OUT/bundle.tgz; on the device

@@ -8,6 +8,7 @@
 
 #include "backends/cuda/diagnostics.h"
 #include "cli/commands.h"
+#include "cli/cuda_plugin_flag.h"
 #include "doctor/device_checks.h"
 #include "doctor/doctor.h"
 #include "doctor/environment.h"
@@ -55,6 +56,7 @@ Command add_doctor_command(CLI::App& root) {
       ->check(CLI::ExistingDirectory);
   app->add_option("--gpu-mem", args->gpu_mem_mb, "Device memory budget in MB that layer 4 must be able to allocate");
   app->add_option("--device", args->device, "CUDA device index for layers 3-4")->capture_default_str();
+  add_cuda_plugin_flag(app);
   app->add_option("--workers", args->workers, "Concurrent workers in layer 4")
       ->check(CLI::Range(1, 64))
       ->capture_default_str();

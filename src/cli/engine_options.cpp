@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "cli/cuda_plugin_flag.h"
 #include "core/log.h"
 #include "core/parallel.h"
 
@@ -22,9 +23,11 @@ void add_engine_flags(CLI::App* app, EngineArgs* args) {
   app->add_option("--cls-model", args->cls_model, "Angle classifier model (ONNX); overrides --models");
   app->add_option("--dict", args->dict, "Recogniser dictionary, one character per line; overrides --models");
   app->add_option("--backend", args->backend,
-                  "auto (the ladder cuda-fp32 > cuda-fp16 > cpu > reference, every step down reported), or pin one "
-                  "of cuda-fp16, cuda-fp32, cpu, reference")
+                  "auto (the ladder cuda-fp32 > cuda-fp16 > cuda-fp32-nocudnn > cpu > reference, every step down "
+                  "reported), or pin one "
+                  "of cuda-fp32, cuda-fp16, cuda-fp32-nocudnn, cuda-fp16-nocudnn, cpu, reference")
       ->capture_default_str();
+  add_cuda_plugin_flag(app);
   app->add_flag("--require-gpu", args->require_gpu,
                 "Fail (with the doctor's finding) instead of falling back when no GPU backend can serve");
   app->add_option("--ladder", args->ladder,
@@ -111,7 +114,9 @@ Result<EngineOptions> engine_options_from(const EngineArgs& a) {
     }
   }
   if (a.backend != "auto" && std::find(rungs.begin(), rungs.end(), a.backend) == rungs.end()) {
-    return invalid_argument("--backend must be auto, cuda-fp16, cuda-fp32, cpu or reference (got '" + a.backend + "')");
+    return invalid_argument(
+        "--backend must be auto, cuda-fp32, cuda-fp16, cuda-fp32-nocudnn, cuda-fp16-nocudnn, cpu or reference (got '" +
+        a.backend + "')");
   }
 
   ModelPaths paths = model_paths_in(a.models);

@@ -19,7 +19,7 @@ CheckResult check_plugin(const PluginFacts& p) {
     for (const auto& l : p.looked_in) looked += (looked.empty() ? "" : ", ") + l;
     ev["looked_in"] = looked;
     return finding(2, "plugin", CheckStatus::kFail, "PLUGIN_NOT_FOUND",
-                   "libsteadyocr_cuda.so not found (looked in " + looked + "): this install has no GPU backend", ev);
+                   "libsteadyocr_cuda13.so not found (looked in " + looked + "): this install has no GPU backend", ev);
   }
   ev["plugin_path"] = p.path;
   if (!p.loaded) {
@@ -38,6 +38,64 @@ CheckResult check_plugin(const PluginFacts& p) {
     return finding(2, "plugin", CheckStatus::kFail, "PLUGIN_API_MISMATCH", p.path + ": " + p.api_problem, ev);
   }
   return pass(2, "plugin", fmt::format("{} (API v{}, {})", p.path, p.api_version, p.build.compiler), ev);
+}
+
+// Every plugin flavour: installed or not, built with what, whether the driver runs it, its cuBLAS found.
+CheckResult check_plugin_files(const Layer2Facts& f) {
+  nlohmann::json ev;
+  ev["plugins"] = nlohmann::json::array();
+  for (const auto& p : f.plugin_files) ev["plugins"].push_back(to_json(p));
+  const int drv = f.driver.driver_cuda_version;
+  Version driver = cuda_version(drv);
+  ev["driver_cuda"] = driver.known() ? driver.major_minor() : "unknown";
+  std::string lines, better, better_major, serving;
+  bool any_fits = false;
+  for (const auto& p : f.plugin_files) {
+    const bool fits = drv > 0 && drv >= p.min_driver_cuda;
+    any_fits |= fits;
+    std::string line = p.file + ": ";
+    if (p.path.empty()) {
+      line += "not installed";
+    } else {
+      line += p.path;
+      if (p.build.known) {
+        line += fmt::format(" (CUDA {}, SASS {}, PTX {})", cuda_version(p.build.cuda_runtime_version).major_minor(),
+                            p.build.sass_archs, p.build.ptx_archs);
+      }
+      line += p.cublas_path.empty() ? ", " + p.cublas_soname + " NOT found" : ", " + p.cublas_soname + " found";
+    }
+    if (drv > 0) line += fits ? ", the driver runs it" : ", needs a driver of " + p.min_driver;
+    lines += (lines.empty() ? "" : "; ") + line;
+    if (fits && p.path.empty() && serving.empty() && better.empty()) {
+      better = p.file;
+      better_major = std::to_string(p.cuda_major);
+    }
+    if (fits && !p.path.empty() && serving.empty()) serving = p.file;
+  }
+  ev["summary"] = lines;
+  if (drv <= 0) return pass(2, "plugins", lines + " (the driver's CUDA version is unknown)", ev);
+  if (!any_fits) {
+    ev["driver_version"] = f.driver.driver_version;
+    ev["runtime_built"] = "11.0";
+    return finding(
+        2, "plugins", CheckStatus::kFail, "L2_DRIVER_TOO_OLD",
+        fmt::format("the driver supports CUDA {}, older than every CUDA plugin: {}", driver.major_minor(), lines), ev);
+  }
+  if (serving.empty()) {
+    ev["looked_in"] = lines;
+    return finding(2, "plugins", CheckStatus::kFail, "PLUGIN_NOT_FOUND",
+                   fmt::format("no plugin this driver (CUDA {}) runs is installed: {}", driver.major_minor(), lines),
+                   ev);
+  }
+  if (!better.empty()) {
+    ev["better"] = better;
+    ev["better_major"] = better_major;
+    ev["serving"] = serving;
+    return finding(
+        2, "plugins", CheckStatus::kWarn, "L2_NEWER_PLUGIN_NOT_INSTALLED",
+        fmt::format("{} serves; the driver would run {}, which is not installed ({})", serving, better, lines), ev);
+  }
+  return pass(2, "plugins", serving + " serves: " + lines, ev);
 }
 
 CheckResult check_driver_vs_runtime(const Layer2Facts& f, const PluginBuild& build) {
@@ -91,6 +149,8 @@ CheckResult check_cuda_runtime(const Layer2Facts& f, const PluginBuild& build) {
               ev);
 }
 
+// cuDNN is optional (the plugin loads it at run time): every cuDNN problem is a warning, the GPU serving from the
+// -nocudnn rung meanwhile; the engine's ladder shows the step with the same finding.
 CheckResult check_cudnn(const Layer2Facts& f, const PluginBuild& build) {
   const CudnnFacts& c = f.cudnn;
   Version built = cudnn_version(build.cudnn_version);
@@ -107,11 +167,11 @@ CheckResult check_cudnn(const Layer2Facts& f, const PluginBuild& build) {
     if (!c.other_majors.empty()) {
       ev["cudnn_loaded"] = c.other_majors.front();
       ev["cudnn_path"] = c.other_majors.front();
-      return finding(2, "cudnn", CheckStatus::kFail, "L2_CUDNN_WRONG_MAJOR",
+      return finding(2, "cudnn", CheckStatus::kWarn, "L2_CUDNN_WRONG_MAJOR",
                      fmt::format("{} not found; only another major is installed: {}", c.soname, c.other_majors.front()),
                      ev);
     }
-    return finding(2, "cudnn", CheckStatus::kFail, "L2_CUDNN_MISSING",
+    return finding(2, "cudnn", CheckStatus::kWarn, "L2_CUDNN_MISSING",
                    fmt::format("cuDNN not found: {} is not on the loader path ({})", c.soname, c.dlopen_error), ev);
   }
   ev["cudnn_loaded"] = c.version.major_minor();
@@ -123,12 +183,12 @@ CheckResult check_cudnn(const Layer2Facts& f, const PluginBuild& build) {
   }
   std::string loaded = fmt::format("cuDNN {} loaded from {}", c.version.major_minor(), c.path);
   if (c.version.known() && c.version.major != built.major) {
-    return finding(2, "cudnn", CheckStatus::kFail, "L2_CUDNN_WRONG_MAJOR",
+    return finding(2, "cudnn", CheckStatus::kWarn, "L2_CUDNN_WRONG_MAJOR",
                    fmt::format("{}, but we were built with cuDNN {}", loaded, built_text), ev);
   }
   if (c.cudart.known() && runtime.known() && c.cudart.major != runtime.major) {
     ev["cudnn_cudart"] = c.cudart.major_minor();
-    return finding(2, "cudnn", CheckStatus::kFail, "L2_CUDNN_CUDA_MISMATCH",
+    return finding(2, "cudnn", CheckStatus::kWarn, "L2_CUDNN_CUDA_MISMATCH",
                    fmt::format("{} was built for CUDA {}, our runtime is CUDA {}", loaded, c.cudart.major_minor(),
                                runtime.major_minor()),
                    ev);
@@ -156,7 +216,7 @@ CheckResult check_cudnn_sublibraries(const Layer2Facts& f) {
   if (!problems.empty()) {
     std::string p;
     for (const auto& s : problems) p += (p.empty() ? "" : ", ") + s;
-    return finding(2, "cudnn_sublibraries", CheckStatus::kFail, "L2_CUDNN_SUBLIBRARY_MISSING",
+    return finding(2, "cudnn_sublibraries", CheckStatus::kWarn, "L2_CUDNN_SUBLIBRARY_MISSING",
                    "cuDNN sub-libraries: " + p, ev);
   }
   int elsewhere = 0;
@@ -296,6 +356,7 @@ Layer2Facts probe_layer2(const DriverFacts& driver, bool query_runtime) {
   Layer2Facts f;
   f.driver = driver;
   f.plugin = probe_plugin();  // first, so the library probes below return the files the plugin itself uses
+  f.plugin_files = probe_plugin_files();
   PluginBuild build = effective_build(f.plugin);
   f.cudnn = probe_cudnn(cudnn_version(build.cudnn_version).major);
   f.cublas = probe_cublas(cublas_version(build.cublas_version).major);
@@ -306,6 +367,7 @@ Layer2Facts probe_layer2(const DriverFacts& driver, bool query_runtime) {
 std::vector<CheckResult> evaluate_layer2(const Layer2Facts& facts) {
   PluginBuild build = effective_build(facts.plugin);
   std::vector<CheckResult> out;
+  out.push_back(check_plugin_files(facts));
   out.push_back(check_plugin(facts.plugin));
   out.push_back(check_driver_vs_runtime(facts, build));
   out.push_back(check_cuda_runtime(facts, build));

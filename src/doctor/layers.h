@@ -20,7 +20,8 @@ std::vector<CheckResult> evaluate_layer1(const Layer1Facts& facts);
 // ---- layer 2: driver / runtime / library ABI
 struct Layer2Facts {
   DriverFacts driver;  // from layer 1 (driver CUDA version, devices and their compute capability)
-  PluginFacts plugin;
+  PluginFacts plugin;  // the plugin the engine loads (the newest the driver runs, or the pinned one)
+  std::vector<PluginFileFacts> plugin_files;  // every plugin flavour: installed or not (check "plugins")
   CudnnFacts cudnn;
   CublasFacts cublas;
 };

@@ -18,7 +18,6 @@
 namespace steadyocr::doctor {
 
 namespace {
-constexpr const char* kPluginFile = "libsteadyocr_cuda.so";
 
 // A read-only mapping of a whole file, unmapped on scope exit.
 class MappedFile {
@@ -168,8 +167,7 @@ PluginFacts probe_plugin() {
     bool bare = cand.find('/') == std::string::npos;
     if (!bare && !path_exists(cand)) continue;
     LoadedLib lib = open_library(cand);
-    if (!lib.ok() && bare &&
-        lib.error.find(std::string(kPluginFile) + ": cannot open shared object file") != std::string::npos) {
+    if (!lib.ok() && bare && lib.error.find(cand + ": cannot open shared object file") != std::string::npos) {
       continue;  // the bare name is not on the loader path at all
     }
     f.found = true;
@@ -223,6 +221,63 @@ PluginFacts probe_plugin() {
     return f;
   }
   return f;
+}
+
+std::vector<PluginFileFacts> probe_plugin_files() {
+  std::vector<PluginFileFacts> out;
+  // Every flavour's candidate paths, whatever the driver (the report covers what is installed, not only the pick).
+  const std::vector<std::string> cands = runtime::cuda_plugin_candidates(runtime::choose_cuda_plugins(0));
+  for (const auto& fl : runtime::cuda_plugin_flavours()) {
+    PluginFileFacts f;
+    f.file = fl.file;
+    f.cuda_major = fl.cuda_major;
+    f.min_driver_cuda = fl.min_driver_cuda;
+    f.min_driver = fl.min_driver;
+    for (const auto& c : cands) {
+      if (c.find('/') == std::string::npos || !path_exists(c)) continue;  // bare names: the loader's path, not listed
+      // A file is this flavour by its name, or (a pinned file of any name) by the CUDA major in its build marker.
+      const bool named =
+          c.size() >= fl.file.size() && c.compare(c.size() - fl.file.size(), fl.file.size(), fl.file) == 0;
+      PluginBuild b = named ? PluginBuild{} : read_build_marker(c);
+      if (named || (b.known && b.cuda_runtime_version / 1000 == fl.cuda_major)) {
+        f.path = resolve_path(c);
+        break;
+      }
+    }
+    if (!f.path.empty()) {
+      f.build = read_build_marker(f.path);
+      const int cublas_major = f.build.known ? f.build.cublas_version / 10000 : fl.cuda_major;
+      f.cublas_soname = "libcublas.so." + std::to_string(cublas_major);
+      LoadedLib lib = open_library(f.cublas_soname);
+      if (lib.ok()) {
+        f.cublas_path = lib.realpath;
+      } else {
+        f.cublas_error = lib.error;
+      }
+    }
+    out.push_back(std::move(f));
+  }
+  return out;
+}
+
+nlohmann::json to_json(const PluginFileFacts& f) {
+  nlohmann::json j = {{"file", f.file},
+                      {"cuda_major", f.cuda_major},
+                      {"min_driver", f.min_driver},
+                      {"installed", !f.path.empty()},
+                      {"path", f.path}};
+  if (f.build.known) {
+    j["built_with"] = {{"cuda_runtime", f.build.cuda_runtime_version},
+                       {"cublas", f.build.cublas_version},
+                       {"cudnn_header", f.build.cudnn_version},
+                       {"sass_archs", f.build.sass_archs},
+                       {"ptx_archs", f.build.ptx_archs},
+                       {"compiler", f.build.compiler}};
+  }
+  if (!f.cublas_soname.empty()) {
+    j["cublas"] = {{"soname", f.cublas_soname}, {"path", f.cublas_path}, {"error", f.cublas_error}};
+  }
+  return j;
 }
 
 void query_plugin_runtime(PluginFacts& f) {

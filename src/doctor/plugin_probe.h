@@ -1,4 +1,4 @@
-// Finds and loads the CUDA backend plugin (libsteadyocr_cuda.so) and keeps every piece of evidence: where
+// Finds and loads the CUDA backend plugin (libsteadyocr_cuda13.so) and keeps every piece of evidence: where
 // we looked, the dlopen error, what the file says it was built against, the architectures in its fatbinary.
 #pragma once
 
@@ -59,6 +59,20 @@ void query_plugin_runtime(PluginFacts& facts);
 // Reads the build marker (STEADYOCR_PLUGIN_BUILD_MARKER + JSON) from the plugin file without loading it.
 PluginBuild read_build_marker(const std::string& path);
 
+// Every CUDA plugin file (one per CUDA major, runtime/cuda_plugin.h): where it is, what it was built with (read from
+// the file, not loaded), and its cuBLAS. The doctor's per-plugin report (layer 2, check "plugins").
+struct PluginFileFacts {
+  std::string file;  // "libsteadyocr_cuda11.so"
+  int cuda_major = 0;
+  int min_driver_cuda = 0;  // the driver's CUDA version it needs, e.g. 11000
+  std::string min_driver;   // "R450.80.02 (CUDA 11.0)"
+  std::string path;         // "" when not installed
+  PluginBuild build;
+  std::string cublas_soname, cublas_path, cublas_error;
+};
+std::vector<PluginFileFacts> probe_plugin_files();
+
 nlohmann::json to_json(const PluginFacts& f);
+nlohmann::json to_json(const PluginFileFacts& f);
 
 }  // namespace steadyocr::doctor

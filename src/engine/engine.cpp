@@ -35,6 +35,20 @@ Status OcrEngine::qualify(const std::string& name) {
   return r->start();
 }
 
+namespace {
+// Whether a cuDNN-free rung may serve where these rungs failed: yes unless every failure is of the driver, the device,
+// the plugin or the runtime (layers 1-2 of the doctor other than cuDNN's own findings).
+bool cudnn_could_explain(const std::vector<std::pair<std::string, Finding>>& ruled_out) {
+  for (const auto& [rung, f] : ruled_out) {
+    const bool gpu_out =
+        (f.code.rfind("L1_", 0) == 0 || f.code.rfind("L2_", 0) == 0 || f.code.rfind("PLUGIN_", 0) == 0) &&
+        f.code.rfind("L2_CUDNN", 0) != 0;
+    if (!gpu_out) return true;
+  }
+  return false;
+}
+}  // namespace
+
 Result<std::unique_ptr<OcrEngine>> OcrEngine::create(const EngineOptions& options) {
   std::vector<std::string> rungs = options.ladder;
   if (rungs.empty()) {
@@ -62,6 +76,13 @@ Result<std::unique_ptr<OcrEngine>> OcrEngine::create(const EngineOptions& option
   std::vector<std::pair<std::string, Finding>> ruled_out;
   std::string serving;
   for (auto& r : rungs) {
+    if (options.ladder.empty() && r.size() > 8 && r.compare(r.size() - 8, 8, "-nocudnn") == 0 && !ruled_out.empty() &&
+        !cudnn_could_explain(ruled_out)) {
+      // The GPU itself is out (no driver, no device, no plugin...): the cuDNN-free rung would fail the same way.
+      log::info("engine", "{} not tried at start: the CUDA rungs above failed for a cause cuDNN does not explain ({})",
+                r, ruled_out.back().second.code);
+      continue;
+    }
     Status s = e->qualify(r);
     if (s.is_ok()) {
       serving = r;

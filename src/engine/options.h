@@ -18,14 +18,14 @@ namespace steadyocr::engine {
 // in a supervised worker process: the path a GPU rung takes, so fault paths are tested without a GPU). cuda-fp32
 // comes before cuda-fp16 while fp16 is not faster end to end (docs/BENCHMARKS.md, "fp16 and the ladder": its plans
 // cost more per new input shape, and the GPU part is not the bottleneck yet); fp16 stays next, for its smaller
-// footprint, and `--backend cuda-fp16` pins it.
+// footprint, and `--backend cuda-fp16` pins it. cuda-fp32-nocudnn (every convolution as im2col/col2im + cuBLAS) keeps
+// the GPU when cuDNN is missing, of another major or CUDA, or fails the self-test: the plugin loads cuDNN at run time,
+// so a cuDNN problem costs the cuDNN rungs only (0.95-0.98x the speed, docs/BENCHMARKS.md).
 inline const std::vector<std::string>& default_ladder() {
-  static const std::vector<std::string> kLadder = {"cuda-fp32", "cuda-fp16", "cpu", "reference"};
+  static const std::vector<std::string> kLadder = {"cuda-fp32", "cuda-fp16", "cuda-fp32-nocudnn", "cpu", "reference"};
   return kLadder;
 }
 inline const std::vector<std::string>& known_rungs() {
-  // The -nocudnn rungs (no convolution through cuDNN) are pinned by name; they are not in the default ladder yet:
-  // the plugin still links cuDNN, so a missing cuDNN fails them too (issue 18).
   static const std::vector<std::string> kRungs = {"cuda-fp32", "cuda-fp16", "cuda-fp32-nocudnn", "cuda-fp16-nocudnn",
                                                   "cpu",       "reference", "cpu-worker"};
   return kRungs;
@@ -35,7 +35,7 @@ struct EngineOptions {
   pipeline::ModelPaths models;
   pipeline::PipelineOptions pipeline;
   pipeline::DecodeLimits limits;
-  // "auto": the ladder cuda-fp16 → cuda-fp32 → cpu → reference; a rung name pins that one rung.
+  // "auto": the ladder cuda-fp32 → cuda-fp16 → cuda-fp32-nocudnn → cpu → reference; a rung name pins that one rung.
   std::string backend = "auto";
   bool require_gpu = false;     // GPU unavailability is an error carrying the doctor's finding, never a fallback
   size_t gpu_mem_mb = 0;        // device memory budget for the CUDA backend (0 = none)

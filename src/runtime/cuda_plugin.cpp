@@ -17,8 +17,6 @@
 namespace steadyocr::runtime {
 namespace {
 
-constexpr const char* kPluginFile = "libsteadyocr_cuda.so";
-
 bool is_file(const std::string& p) {
   struct stat st;
   return ::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode);
@@ -62,14 +60,30 @@ CudaPluginStatus g_status;
 const SteadyocrPluginApi* g_api = nullptr;
 std::once_flag g_once;
 
+std::string cuda_text(int v) {
+  return fmt::format("{}.{}", v / 1000, (v % 1000) / 10);
+}
+
 void load_once() {
   CudaPluginStatus& st = g_status;
   if (const char* off = std::getenv("STEADYOCR_DISABLE_CUDA"); off && std::string(off) == "1") {
     st.error = "the CUDA plugin is disabled by STEADYOCR_DISABLE_CUDA=1";
     return;
   }
+  st.driver_cuda_version = probe_driver_cuda_version();
+  const CudaPluginChoice choice = choose_cuda_plugins(st.driver_cuda_version);
+  const char* pin = std::getenv("STEADYOCR_CUDA_PLUGIN");
+  const bool pinned = pin && *pin && is_file(pin);
+  st.choice = pinned ? fmt::format("pinned by --cuda-plugin / STEADYOCR_CUDA_PLUGIN ({}); {}", pin, choice.reason)
+                     : choice.reason;
+  if (!pinned && choice.files.empty()) {
+    st.error = choice.reason;
+    st.finding = choice.finding;
+    log::warn("runtime", "no CUDA plugin fits this driver: {}", choice.reason);
+    return;
+  }
   std::string first_failure;
-  for (const std::string& cand : cuda_plugin_candidates()) {
+  for (const std::string& cand : cuda_plugin_candidates(choice)) {
     const bool bare = cand.find('/') == std::string::npos;  // the loader's own search path
     if (!bare && !is_file(cand)) {
       st.tried.push_back(cand + ": not found");
@@ -80,7 +94,7 @@ void load_once() {
       const char* e = ::dlerror();
       std::string text = e ? e : "unknown dlopen error";
       st.tried.push_back(cand + ": " + text);
-      if (bare && text.find(kPluginFile) != std::string::npos &&
+      if (bare && text.find(cand) != std::string::npos &&
           text.find("cannot open shared object file") != std::string::npos) {
         continue;  // simply not on the search path
       }
@@ -115,8 +129,9 @@ void load_once() {
       st.device_count = 0;
       st.device_error = st.runtime.error[0] ? st.runtime.error : "no CUDA device found";
     }
-    log::debug("runtime", "CUDA plugin {} loaded: {} device(s){}", cand, st.device_count,
-               st.device_error.empty() ? "" : " (" + st.device_error + ")");
+    if (!first_failure.empty()) st.choice += "; a newer plugin did not load: " + first_failure;
+    log::info("runtime", "CUDA plugin {} ({}): {} device(s){}", cand, st.choice, st.device_count,
+              st.device_error.empty() ? "" : " (" + st.device_error + ")");
     return;
   }
   if (!first_failure.empty()) {
@@ -124,33 +139,100 @@ void load_once() {
   } else {
     std::string where;
     for (const auto& t : st.tried) where += (where.empty() ? "" : "; ") + t;
+    std::string files;
+    for (const auto& f : choice.files) files += (files.empty() ? "" : " or ") + f;
     st.error = fmt::format(
-        "the CUDA plugin {} was not found (tried {}); build steadyocr with CUDA "
-        "(-DSTEADYOCR_CUDA=ON) or set STEADYOCR_CUDA_PLUGIN to the file",
-        kPluginFile, where);
+        "no CUDA plugin found: {} ({}; tried {}); build steadyocr with CUDA (-DSTEADYOCR_CUDA=ON; the CUDA 11.8 "
+        "plugin: scripts/setup.sh --cuda11) or pass --cuda-plugin PATH",
+        files, choice.reason, where);
   }
 }
 
 }  // namespace
 
-std::vector<std::string> cuda_plugin_candidates() {
+const std::vector<CudaPluginFlavour>& cuda_plugin_flavours() {
+  // CUDA 13.x: drivers of CUDA 13 (R580+). CUDA 11.x: every CUDA 11 and later driver, from R450.80.02 on by minor
+  // version compatibility (the plugin carries SASS for sm_70-90, so no PTX JIT, which would need R520, is needed on
+  // those GPUs). docs/COMPATIBILITY.md has the table.
+  static const std::vector<CudaPluginFlavour> kFlavours = {
+      {"libsteadyocr_cuda13.so", 13, 13000, "R580 (CUDA 13.0)"},
+      {"libsteadyocr_cuda11.so", 11, 11000, "R450.80.02 (CUDA 11.0)"},
+  };
+  return kFlavours;
+}
+
+CudaPluginChoice choose_cuda_plugins(int driver_cuda_version) {
+  CudaPluginChoice c;
+  const auto& all = cuda_plugin_flavours();
+  if (driver_cuda_version <= 0) {
+    for (const auto& f : all) c.files.push_back(f.file);
+    c.reason = "the driver's CUDA version is unknown (no libcuda.so.1 or no cuDriverGetVersion): newest plugin first";
+    return c;
+  }
+  std::string refused;
+  for (const auto& f : all) {
+    if (driver_cuda_version >= f.min_driver_cuda) {
+      if (c.files.empty()) {
+        c.reason = fmt::format("the driver supports CUDA {}: {}{}", cuda_text(driver_cuda_version), f.file,
+                               refused.empty() ? " (the newest plugin)" : " (" + refused + ")");
+      }
+      c.files.push_back(f.file);
+    } else {
+      refused += fmt::format("{}{} needs a driver of {} or newer", refused.empty() ? "" : "; ", f.file, f.min_driver);
+    }
+  }
+  if (c.files.empty()) {
+    c.finding = "L2_DRIVER_TOO_OLD";
+    c.reason = fmt::format(
+        "the driver supports CUDA {}, older than every CUDA plugin ({}): update the NVIDIA driver "
+        "to {} or newer",
+        cuda_text(driver_cuda_version), refused, all.back().min_driver);
+  }
+  return c;
+}
+
+int probe_driver_cuda_version() {
+  // Only the version query: cuInit is not called, so no CUDA state is made in this process.
+  void* h = ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (!h) return 0;
+  using Fn = int (*)(int*);
+  auto fn = reinterpret_cast<Fn>(::dlsym(h, "cuDriverGetVersion"));
+  int v = 0;
+  if (!fn || fn(&v) != 0) v = 0;
+  return v;  // never dlclose libcuda: the plugin loads it again
+}
+
+std::vector<std::string> cuda_plugin_candidates(const CudaPluginChoice& choice) {
   std::vector<std::string> c;
+  std::vector<std::string> dirs;
   if (const char* env = std::getenv("STEADYOCR_CUDA_PLUGIN"); env && *env) {
     std::string e = env;
-    c.push_back(is_dir(e) ? e + "/" + kPluginFile : e);
+    if (is_dir(e)) {
+      dirs.push_back(e);
+    } else {
+      c.push_back(e);  // a file pins the plugin: nothing else is tried
+      return c;
+    }
   }
   std::string dir = exe_dir();
   if (!dir.empty()) {
-    c.push_back(dir + "/" + kPluginFile);
+    dirs.push_back(dir);
     auto slash = dir.rfind('/');
     if (slash != std::string::npos && slash > 0) {
-      c.push_back(dir.substr(0, slash) + "/" + kPluginFile);
-      // The installed layout (cmake/Install.cmake): bin/steadyocr and lib/steadyocr/libsteadyocr_cuda.so.
-      c.push_back(dir.substr(0, slash) + "/lib/steadyocr/" + kPluginFile);
+      dirs.push_back(dir.substr(0, slash));
+      // The installed layout (cmake/Install.cmake): bin/steadyocr and lib/steadyocr/libsteadyocr_cuda13.so.
+      dirs.push_back(dir.substr(0, slash) + "/lib/steadyocr");
     }
   }
-  c.push_back(kPluginFile);
+  for (const auto& file : choice.files) {
+    for (const auto& d : dirs) c.push_back(d + "/" + file);
+    c.push_back(file);
+  }
   return c;
+}
+
+std::vector<std::string> cuda_plugin_candidates() {
+  return cuda_plugin_candidates(choose_cuda_plugins(probe_driver_cuda_version()));
 }
 
 Status check_plugin_api(const SteadyocrPluginApi* api, const std::string& path) {
@@ -305,15 +387,21 @@ Result<std::shared_ptr<Backend>> create_plugin_backend(const SteadyocrPluginApi*
 Result<std::shared_ptr<Backend>> create_cuda_backend(const cuda::BackendConfig& config) {
   const CudaPluginStatus& st = cuda_plugin_status();
   const SteadyocrPluginApi* api = cuda_plugin_api();
-  if (!api) return unavailable(st.error);
+  if (!api) {
+    if (st.finding.empty()) return unavailable(st.error);
+    return Status(StatusCode::kUnavailable, st.error, {st.finding, st.error, ""});
+  }
   if (st.device_count <= 0) {
     return unavailable(fmt::format("no usable CUDA device: {} (plugin {}); run `steadyocr doctor` for the cause",
                                    st.device_error.empty() ? "none found" : st.device_error, st.path));
   }
   auto b = create_plugin_backend(api, config);
   if (!b.is_ok()) {
-    return unavailable(fmt::format("creating the CUDA backend ({}) on device {} failed: {}", config.precision,
-                                   config.device, b.status().to_string()));
+    std::string msg = fmt::format("creating the CUDA backend ({}{}) on device {} failed: {}", config.precision,
+                                  config.cudnn ? "" : ", no cuDNN", config.device, b.status().to_string());
+    // The plugin's finding (e.g. L2_CUDNN_MISSING) travels on: the ladder's event and the rung's state name it.
+    if (b.status().finding()) return Status(StatusCode::kUnavailable, msg, *b.status().finding());
+    return unavailable(msg);
   }
   return b;
 }

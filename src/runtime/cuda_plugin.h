@@ -1,4 +1,4 @@
-// Loads libsteadyocr_cuda.so with dlopen (the main binary never links CUDA) and wraps its C entry point:
+// Loads libsteadyocr_cuda13.so with dlopen (the main binary never links CUDA) and wraps its C entry point:
 // finds the file, reports the exact dlopen error, refuses API/ABI mismatches with a clear message, and creates
 // Backends that reach the plugin only through its table (plugin_api.h): no C++ call and no exception crosses.
 #pragma once
@@ -21,12 +21,41 @@ struct CudaPluginStatus {
   std::string error;               // why it is not usable: the dlopen text, a version mismatch, ...
   int device_count = 0;            // usable CUDA devices (0 when the driver or device is missing)
   std::string device_error;        // why no device is usable (e.g. cudaErrorInsufficientDriver ...)
+  int driver_cuda_version = 0;     // read before loading (0: no driver found)
+  std::string choice;              // which plugin and why ("driver supports CUDA 12.2: ...")
+  std::string finding;             // the doctor's code when no plugin is usable for a known cause
   SoPluginBuildInfo build{};
   SoPluginRuntimeInfo runtime{};
 };
 
-// Where the plugin is looked for, in order: $STEADYOCR_CUDA_PLUGIN (a file or a folder), the executable's folder,
-// its parent (tests run from build/tests), then the loader's own search path (LD_LIBRARY_PATH, ldconfig).
+// The CUDA plugins, one per CUDA major, newest first. Each runs on drivers whose CUDA version (cuDriverGetVersion)
+// is at least min_driver_cuda (NVIDIA's compatibility rules, docs/COMPATIBILITY.md).
+struct CudaPluginFlavour {
+  std::string file;         // "libsteadyocr_cuda13.so"
+  int cuda_major = 0;       // 13
+  int min_driver_cuda = 0;  // 13000: CUDA 13.x runs on CUDA 13 drivers (R580+, minor version compatibility)
+  std::string min_driver;   // "R580 (CUDA 13.0)"
+};
+const std::vector<CudaPluginFlavour>& cuda_plugin_flavours();
+
+// Which plugin files to try for a driver that supports CUDA `driver_cuda_version` (e.g. 12020; 0 = unknown): the
+// newest the driver runs first, then older ones (tried when a newer one does not load). None when the driver is
+// older than every plugin's minimum: `finding` is L2_DRIVER_TOO_OLD and `reason` names the minimum driver.
+struct CudaPluginChoice {
+  std::vector<std::string> files;
+  std::string reason;   // one line: the driver's CUDA version and what it admits
+  std::string finding;  // "" or "L2_DRIVER_TOO_OLD"
+};
+CudaPluginChoice choose_cuda_plugins(int driver_cuda_version);
+
+// The driver's CUDA version from libcuda.so.1 (cuDriverGetVersion) without starting CUDA; 0 when there is no driver.
+int probe_driver_cuda_version();
+
+// Where the plugin is looked for, in order: $STEADYOCR_CUDA_PLUGIN (`--cuda-plugin PATH`: a file, which pins it, or
+// a folder), the executable's folder, its parent (tests run from build/tests), lib/steadyocr beside bin/, then the
+// loader's own search path (LD_LIBRARY_PATH, ldconfig); in each place the files of `choice`, best first.
+std::vector<std::string> cuda_plugin_candidates(const CudaPluginChoice& choice);
+// The same for this machine's driver (probe_driver_cuda_version).
 std::vector<std::string> cuda_plugin_candidates();
 
 // Loads the plugin once per process (thread-safe); later calls return the same status.

@@ -2,6 +2,7 @@
 // backends must not be listed, and the main binary must not link CUDA. Version and ABI mismatches are refused.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -98,24 +99,24 @@ TEST(CudaPlugin, BackendNamesAndTheCudnnSwitch) {
 
 TEST(CudaPlugin, AcceptsMatchingTable) {
   SteadyocrPluginApi api = complete_table(plugin_abi_tag());
-  Status s = runtime::check_plugin_api(&api, "/x/libsteadyocr_cuda.so");
+  Status s = runtime::check_plugin_api(&api, "/x/libsteadyocr_cuda13.so");
   EXPECT_TRUE(s.is_ok()) << s.to_string();
 }
 
 TEST(CudaPlugin, RefusesApiVersionMismatch) {
   SteadyocrPluginApi api = complete_table(plugin_abi_tag());
   api.api_version = 999;
-  Status s = runtime::check_plugin_api(&api, "/x/libsteadyocr_cuda.so");
+  Status s = runtime::check_plugin_api(&api, "/x/libsteadyocr_cuda13.so");
   ASSERT_FALSE(s.is_ok());
   EXPECT_EQ(s.code(), StatusCode::kUnavailable);
   EXPECT_NE(s.message().find("version 999"), std::string::npos) << s.message();
   EXPECT_NE(s.message().find("version " + std::to_string(STEADYOCR_PLUGIN_API_VERSION)), std::string::npos);
-  EXPECT_NE(s.message().find("/x/libsteadyocr_cuda.so"), std::string::npos);
+  EXPECT_NE(s.message().find("/x/libsteadyocr_cuda13.so"), std::string::npos);
 }
 
 TEST(CudaPlugin, RefusesAbiMismatch) {
   SteadyocrPluginApi api = complete_table("gcc-1 cxx11abi=0 c++0 steadyocr-0.0.0");
-  Status s = runtime::check_plugin_api(&api, "/x/libsteadyocr_cuda.so");
+  Status s = runtime::check_plugin_api(&api, "/x/libsteadyocr_cuda13.so");
   ASSERT_FALSE(s.is_ok());
   EXPECT_NE(s.message().find("ABI"), std::string::npos) << s.message();
   EXPECT_NE(s.message().find(plugin_abi_tag()), std::string::npos) << s.message();
@@ -128,18 +129,91 @@ TEST(CudaPlugin, RefusesIncompleteTableAndNull) {
   EXPECT_FALSE(runtime::check_plugin_api(nullptr, "p").is_ok());
 }
 
-TEST(CudaPlugin, CandidatesStartWithTheEnvironmentVariable) {
-  const char* old = std::getenv("STEADYOCR_CUDA_PLUGIN");
-  std::string saved = old ? old : "";
-  setenv("STEADYOCR_CUDA_PLUGIN", "/nonexistent/libsteadyocr_cuda.so", 1);
-  auto c = runtime::cuda_plugin_candidates();
-  ASSERT_GE(c.size(), 2u);
-  EXPECT_EQ(c[0], "/nonexistent/libsteadyocr_cuda.so");
-  EXPECT_EQ(c.back(), "libsteadyocr_cuda.so");  // finally the loader's own search path
-  if (old) {
-    setenv("STEADYOCR_CUDA_PLUGIN", saved.c_str(), 1);
-  } else {
-    unsetenv("STEADYOCR_CUDA_PLUGIN");
+// Restores STEADYOCR_CUDA_PLUGIN when a test is done with it.
+class PluginEnv {
+ public:
+  explicit PluginEnv(const char* value) {
+    const char* old = std::getenv("STEADYOCR_CUDA_PLUGIN");
+    had_ = old != nullptr;
+    if (old) saved_ = old;
+    if (value) {
+      setenv("STEADYOCR_CUDA_PLUGIN", value, 1);
+    } else {
+      unsetenv("STEADYOCR_CUDA_PLUGIN");
+    }
+  }
+  ~PluginEnv() {
+    if (had_) {
+      setenv("STEADYOCR_CUDA_PLUGIN", saved_.c_str(), 1);
+    } else {
+      unsetenv("STEADYOCR_CUDA_PLUGIN");
+    }
+  }
+
+ private:
+  bool had_ = false;
+  std::string saved_;
+};
+
+// The plugin is picked by the driver's CUDA version, read before loading (NVIDIA's rules: a CUDA 13 build needs a
+// CUDA 13 driver, R580+; a CUDA 11.x build runs on every driver of CUDA 11.0 or later).
+TEST(CudaPluginChoice, ByDriverVersion) {
+  runtime::CudaPluginChoice c13 = runtime::choose_cuda_plugins(13000);
+  ASSERT_EQ(c13.files, (std::vector<std::string>{"libsteadyocr_cuda13.so", "libsteadyocr_cuda11.so"}));
+  EXPECT_EQ(c13.finding, "");
+  EXPECT_EQ(c13.reason, "the driver supports CUDA 13.0: libsteadyocr_cuda13.so (the newest plugin)");
+  EXPECT_EQ(runtime::choose_cuda_plugins(13020).files.front(), "libsteadyocr_cuda13.so");  // minor version compat.
+
+  for (int driver : {12090, 12020, 12040, 11040, 11000}) {
+    runtime::CudaPluginChoice c = runtime::choose_cuda_plugins(driver);
+    ASSERT_EQ(c.files, (std::vector<std::string>{"libsteadyocr_cuda11.so"})) << driver;
+    EXPECT_EQ(c.finding, "") << driver;
+    EXPECT_NE(c.reason.find("libsteadyocr_cuda13.so needs a driver of R580 (CUDA 13.0) or newer"), std::string::npos)
+        << c.reason;
+  }
+  EXPECT_EQ(runtime::choose_cuda_plugins(12020).reason,
+            "the driver supports CUDA 12.2: libsteadyocr_cuda11.so (libsteadyocr_cuda13.so needs a driver of R580 "
+            "(CUDA 13.0) or newer)");
+
+  runtime::CudaPluginChoice old = runtime::choose_cuda_plugins(10020);
+  EXPECT_TRUE(old.files.empty());
+  EXPECT_EQ(old.finding, "L2_DRIVER_TOO_OLD");
+  EXPECT_NE(old.reason.find("the driver supports CUDA 10.2"), std::string::npos) << old.reason;
+  EXPECT_NE(old.reason.find("update the NVIDIA driver to R450.80.02 (CUDA 11.0) or newer"), std::string::npos)
+      << old.reason;
+
+  runtime::CudaPluginChoice unknown = runtime::choose_cuda_plugins(0);  // no libcuda: newest first, the load decides
+  EXPECT_EQ(unknown.files, (std::vector<std::string>{"libsteadyocr_cuda13.so", "libsteadyocr_cuda11.so"}));
+  EXPECT_EQ(unknown.finding, "");
+}
+
+TEST(CudaPluginChoice, CandidatesInEachPlaceBestFirst) {
+  PluginEnv env(nullptr);
+  auto c = runtime::cuda_plugin_candidates(runtime::choose_cuda_plugins(12020));
+  ASSERT_FALSE(c.empty());
+  for (const auto& p : c) EXPECT_NE(p.find("libsteadyocr_cuda11.so"), std::string::npos) << p;  // 13 is never tried
+  EXPECT_EQ(c.back(), "libsteadyocr_cuda11.so");  // finally the loader's own search path
+  auto both = runtime::cuda_plugin_candidates(runtime::choose_cuda_plugins(13000));
+  auto first11 = std::find_if(both.begin(), both.end(),
+                              [](const std::string& p) { return p.find("cuda11") != std::string::npos; });
+  ASSERT_NE(first11, both.end());
+  for (auto it = both.begin(); it != first11; ++it) EXPECT_NE(it->find("libsteadyocr_cuda13.so"), std::string::npos);
+  EXPECT_EQ(*(first11 - 1), "libsteadyocr_cuda13.so");  // every place for 13 (and the loader's path) before any 11
+}
+
+// --cuda-plugin PATH (STEADYOCR_CUDA_PLUGIN): a file pins that plugin, whatever the driver; a folder is searched first.
+TEST(CudaPluginChoice, TheEnvironmentVariablePinsOrSearches) {
+  {
+    PluginEnv env("/nonexistent/libsteadyocr_cuda11.so");
+    auto c = runtime::cuda_plugin_candidates(runtime::choose_cuda_plugins(13000));
+    EXPECT_EQ(c, (std::vector<std::string>{"/nonexistent/libsteadyocr_cuda11.so"}));
+  }
+  {
+    std::string dir = ::testing::TempDir();
+    PluginEnv env(dir.c_str());
+    auto c = runtime::cuda_plugin_candidates(runtime::choose_cuda_plugins(13000));
+    ASSERT_GE(c.size(), 2u);
+    EXPECT_EQ(c[0], dir + "/libsteadyocr_cuda13.so");
   }
 }
 

@@ -203,13 +203,15 @@ TEST(DoctorCli, KeepGoingJudgesLayerTwoWithoutADriver) {
   EXPECT_TRUE(cudnn_seen) << l2.dump(1);
 }
 
-// cuDNN made unloadable for one process: /dev/null bound over every libcudnn.so.9 in a private mount namespace.
-TEST(DoctorCli, CudnnHiddenFailsThePluginAndNamesTheLibrary) {
+// cuDNN made unloadable for one process: /dev/null bound over every libcudnn.so.9 in a private mount namespace. The
+// plugin loads cuDNN at run time, so it still loads; the doctor warns with L2_CUDNN_MISSING (the GPU would serve from
+// the -nocudnn rung) and fails nothing on cuDNN's account.
+TEST(DoctorCli, CudnnHiddenKeepsThePluginAndWarns) {
   REQUIRE_BINARY();
   if (have_driver()) GTEST_SKIP() << "this machine has an NVIDIA driver";
   LoadedLib cudnn = open_library("libcudnn.so.9");
   if (!cudnn.ok()) GTEST_SKIP() << "no cuDNN 9 on this machine";
-  if (!path_exists(std::string(STEADYOCR_BINARY_DIR) + "/libsteadyocr_cuda.so"))
+  if (!path_exists(std::string(STEADYOCR_BINARY_DIR) + "/libsteadyocr_cuda13.so"))
     GTEST_SKIP() << "the CUDA plugin is not built here";
   std::string script = "mount --bind /dev/null '" + cudnn.realpath + "' || exit 97; exec '" + binary() +
                        "' doctor --json --level 2 --keep-going";
@@ -220,12 +222,15 @@ TEST(DoctorCli, CudnnHiddenFailsThePluginAndNamesTheLibrary) {
   ASSERT_FALSE(j.is_discarded()) << c.out;
   const nlohmann::json* missing = find_code(j, "L2_CUDNN_MISSING");
   ASSERT_NE(missing, nullptr) << j["layers"][1].dump(1);
-  const nlohmann::json* plugin = find_code(j, "PLUGIN_DLOPEN_FAILED");
-  ASSERT_NE(plugin, nullptr) << j["layers"][1].dump(1);
-  EXPECT_NE(plugin->at("evidence")["missing_library"].get<std::string>().find("libcudnn.so.9"), std::string::npos)
-      << plugin->dump(1);
-  // The plugin could not load, yet what it was built against is read from the file.
-  EXPECT_EQ(j["environment"]["build"]["built_with_source"], "file marker");
+  EXPECT_EQ(missing->at("status"), "warn") << missing->dump(1);
+  EXPECT_EQ(find_code(j, "PLUGIN_DLOPEN_FAILED"), nullptr) << j["layers"][1].dump(1);
+  bool plugin_passed = false;
+  for (const auto& check : j["layers"][1]["checks"]) {
+    if (check["check"] == "plugin") plugin_passed = check["status"] == "pass";
+  }
+  EXPECT_TRUE(plugin_passed) << j["layers"][1].dump(1);
+  // Loaded, the plugin tells what it was built against itself.
+  EXPECT_EQ(j["environment"]["build"]["built_with_source"], "get_build_info");
   EXPECT_EQ(j["environment"]["build"]["cudnn"], "9.19.0");
 }
 

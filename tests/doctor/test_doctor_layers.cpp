@@ -57,11 +57,34 @@ Layer1Facts healthy_l1() {
   return f;
 }
 
+// One plugin flavour as probe_plugin_files reports it ("" = not installed).
+PluginFileFacts plugin_file(int major, const std::string& path) {
+  PluginFileFacts p;
+  p.file = "libsteadyocr_cuda" + std::to_string(major) + ".so";
+  p.cuda_major = major;
+  p.min_driver_cuda = major * 1000;
+  p.min_driver = major == 13 ? "R580 (CUDA 13.0)" : "R450.80.02 (CUDA 11.0)";
+  p.path = path;
+  if (!path.empty()) {
+    p.build = {true,
+               "file marker",
+               major * 1000 + (major == 11 ? 80 : 0),
+               91900,
+               major == 11 ? 111103 : 130100,
+               major == 11 ? "70,75,80,86,89,90" : "80,86,89,90",
+               "90",
+               ""};
+    p.cublas_soname = "libcublas.so." + std::to_string(major);
+    p.cublas_path = "/usr/lib/libcublas.so." + std::to_string(major);
+  }
+  return p;
+}
+
 Layer2Facts healthy_l2() {
   Layer2Facts f;
   f.driver = healthy_l1().driver;
   f.plugin.found = f.plugin.loaded = f.plugin.api_ok = true;
-  f.plugin.path = "/opt/steadyocr/bin/libsteadyocr_cuda.so";
+  f.plugin.path = "/opt/steadyocr/bin/libsteadyocr_cuda13.so";
   f.plugin.api_version = 1;
   f.plugin.build = {true, "get_build_info", 13000, 91900, 130100, "80,86,89,90", "90", "nvcc 13.0"};
   f.plugin.fatbin.fatbins = 3;
@@ -82,6 +105,7 @@ Layer2Facts healthy_l2() {
   f.cublas.loaded = f.cublas.lt_loaded = true;
   f.cublas.path = "/usr/local/cuda/lib64/libcublas.so.13";
   f.cublas.version = {13, 1, 0};
+  f.plugin_files = {plugin_file(13, "/opt/steadyocr/bin/libsteadyocr_cuda13.so"), plugin_file(11, "")};
   return f;
 }
 
@@ -278,7 +302,7 @@ TEST(DoctorLayer2, HealthyPasses) {
 TEST(DoctorLayer2, PluginProblems) {
   Layer2Facts f = healthy_l2();
   f.plugin = PluginFacts{};
-  f.plugin.looked_in = {"/opt/bin/libsteadyocr_cuda.so", "libsteadyocr_cuda.so"};
+  f.plugin.looked_in = {"/opt/bin/libsteadyocr_cuda13.so", "libsteadyocr_cuda13.so"};
   auto checks = evaluate_layer2(f);
   EXPECT_EQ(find_check(checks, "plugin").code, "PLUGIN_NOT_FOUND");
   EXPECT_EQ(find_check(checks, "arch").status, CheckStatus::kSkipped);
@@ -347,6 +371,54 @@ TEST(DoctorLayer2, CudnnVersions) {
   auto sub = find_check(evaluate_layer2(f), "cudnn_sublibraries");
   EXPECT_EQ(sub.code, "L2_CUDNN_SUBLIBRARY_MISSING");
   EXPECT_NE(sub.summary.find("libcudnn_cnn.so.9 missing"), std::string::npos);
+}
+
+// The per-plugin report: every flavour, installed or not, whether the driver runs it.
+TEST(DoctorLayer2, PluginFilesAgainstTheDriver) {
+  Layer2Facts f = healthy_l2();
+  CheckResult ok = find_check(evaluate_layer2(f), "plugins");
+  EXPECT_EQ(ok.status, CheckStatus::kPass);
+  EXPECT_EQ(ok.summary,
+            "libsteadyocr_cuda13.so serves: libsteadyocr_cuda13.so: /opt/steadyocr/bin/libsteadyocr_cuda13.so (CUDA "
+            "13.0, SASS 80,86,89,90, PTX 90), libcublas.so.13 found, the driver runs it; libsteadyocr_cuda11.so: not "
+            "installed, the driver runs it");
+
+  // A CUDA 12.2 driver with both installed: the 11.8 plugin serves, the 13 one is named as needing R580.
+  f.driver.driver_cuda_version = 12020;
+  f.plugin_files[1] = plugin_file(11, "/opt/steadyocr/lib/steadyocr/libsteadyocr_cuda11.so");
+  CheckResult r122 = find_check(evaluate_layer2(f), "plugins");
+  EXPECT_EQ(r122.status, CheckStatus::kPass);
+  EXPECT_EQ(r122.summary.rfind("libsteadyocr_cuda11.so serves: ", 0), 0u) << r122.summary;
+  EXPECT_NE(r122.summary.find("libsteadyocr_cuda13.so: /opt/steadyocr/bin/libsteadyocr_cuda13.so (CUDA 13.0, SASS "
+                              "80,86,89,90, PTX 90), libcublas.so.13 found, needs a driver of R580 (CUDA 13.0)"),
+            std::string::npos)
+      << r122.summary;
+
+  // The same driver with only the CUDA 13 plugin: nothing it runs is installed.
+  f.plugin_files[1] = plugin_file(11, "");
+  CheckResult none = find_check(evaluate_layer2(f), "plugins");
+  EXPECT_EQ(none.status, CheckStatus::kFail);
+  EXPECT_EQ(none.code, "PLUGIN_NOT_FOUND");
+
+  // A CUDA 13 driver with only the 11.8 plugin: it serves, with a warning naming the better one.
+  f.driver.driver_cuda_version = 13000;
+  f.plugin_files = {plugin_file(13, ""), plugin_file(11, "/opt/steadyocr/lib/steadyocr/libsteadyocr_cuda11.so")};
+  CheckResult older = find_check(evaluate_layer2(f), "plugins");
+  EXPECT_EQ(older.status, CheckStatus::kWarn);
+  EXPECT_EQ(older.code, "L2_NEWER_PLUGIN_NOT_INSTALLED");
+  EXPECT_EQ(older.evidence["better"], "libsteadyocr_cuda13.so");
+
+  // CUDA 10.2: older than every plugin.
+  f.driver.driver_cuda_version = 10020;
+  CheckResult old = find_check(evaluate_layer2(f), "plugins");
+  EXPECT_EQ(old.status, CheckStatus::kFail);
+  EXPECT_EQ(old.code, "L2_DRIVER_TOO_OLD");
+  EXPECT_NE(old.summary.find("the driver supports CUDA 10.2, older than every CUDA plugin"), std::string::npos);
+  EXPECT_NE(old.summary.find("libsteadyocr_cuda11.so: /opt/steadyocr/lib/steadyocr/libsteadyocr_cuda11.so (CUDA "
+                             "11.8, SASS 70,75,80,86,89,90, PTX 90), libcublas.so.11 found, needs a driver of "
+                             "R450.80.02 (CUDA 11.0)"),
+            std::string::npos)
+      << old.summary;
 }
 
 TEST(DoctorLayer2, CublasVersions) {
@@ -429,9 +501,9 @@ TEST(DoctorDynlib, DlerrorParsing) {
             "libcudnn.so.9");
   EXPECT_EQ(
       missing_library_from_dlerror(
-          "/x/libsteadyocr_cuda.so: libcublasLt.so.13: cannot open shared object file: No such file or directory"),
+          "/x/libsteadyocr_cuda13.so: libcublasLt.so.13: cannot open shared object file: No such file or directory"),
       "libcublasLt.so.13");
-  EXPECT_EQ(undefined_symbol_from_dlerror("/x/libsteadyocr_cuda.so: undefined symbol: cudnnGetLastErrorString"),
+  EXPECT_EQ(undefined_symbol_from_dlerror("/x/libsteadyocr_cuda13.so: undefined symbol: cudnnGetLastErrorString"),
             "cudnnGetLastErrorString");
   EXPECT_EQ(missing_library_from_dlerror("some other error"), "");
   EXPECT_EQ(rejected_library_from_dlerror("/usr/local/cuda/lib64/libcudnn.so.9: file too short"),

@@ -45,9 +45,9 @@ with tempfile.TemporaryDirectory(prefix="steadyocr-pip-") as tmp:
     pkg = site / "steadyocr"
     files = ["__init__.py", "bin/steadyocr", "lib/steadyocr/libso_core.so", "lib/steadyocr/libso_graph.so",
              "models/ch_PP-OCRv4_det_infer.onnx", "models/ppocr_keys_v1.txt"]
-    has_plugin = (build / "libsteadyocr_cuda.so").is_file()
+    has_plugin = (build / "libsteadyocr_cuda13.so").is_file()
     if has_plugin:
-        files.append("lib/steadyocr/libsteadyocr_cuda.so")
+        files.append("lib/steadyocr/libsteadyocr_cuda13.so")
     for f in files:
         check((pkg / f).is_file(), f"the package holds {f}")
     natives = list(pkg.glob("_native*.so"))
@@ -77,7 +77,7 @@ with tempfile.TemporaryDirectory(prefix="steadyocr-pip-") as tmp:
     check(pathlib.Path(got["exe"]).resolve() == (pkg / "bin/steadyocr").resolve(),
           f"the worker binary is the package's ({got['exe']})")
     if has_plugin:
-        check(got["plugin"] and pathlib.Path(got["plugin"]).resolve() == (pkg / "lib/steadyocr/libsteadyocr_cuda.so").resolve(),
+        check(got["plugin"] and pathlib.Path(got["plugin"]).resolve() == (pkg / "lib/steadyocr/libsteadyocr_cuda13.so").resolve(),
               f"the doctor loads the package's CUDA plugin ({got['plugin']})")
     cli = subprocess.run([str(build / "steadyocr"), "ocr", "--format", "json", "--models", str(source / "models"),
                           str(sample)], capture_output=True, text=True, check=True)

@@ -1,4 +1,5 @@
 #include "backends/cuda/cuda_backend.h"
+#include "backends/cuda/cudnn_api.h"
 
 #include <dlfcn.h>
 #include <fmt/format.h>
@@ -58,6 +59,16 @@ Result<std::unique_ptr<CudaBackend>> CudaBackend::create(const BackendConfig& co
   st->debug_sync = config.debug_sync;
   st->own_conv = config.own_conv;
   st->cudnn = config.cudnn;
+  if (st->cudnn && !cudnn_load().usable) {
+    // Never a silent switch to the slower path: the host's ladder steps to a -nocudnn rung, visibly.
+    const CudnnLoad& l = cudnn_load();
+    return Status(
+        StatusCode::kUnavailable,
+        fmt::format("{} needs cuDNN: {}; the -nocudnn backends run every convolution without it", st->name, l.error),
+        {l.finding, l.error,
+         fmt::format("install cuDNN {} for CUDA {}, or run --backend cuda-{}-nocudnn", CUDNN_MAJOR,
+                     CUDART_VERSION / 1000, precision)});
+  }
   const int device = config.device;
   const size_t mem_budget_bytes = config.memory_budget_bytes;
   int count = 0;
@@ -96,9 +107,7 @@ Result<std::unique_ptr<CudaBackend>> CudaBackend::create(const BackendConfig& co
   SO_GPU_CHECK(cudaRuntimeGetVersion(&rt));
   di.driver_version = fmt::format("CUDA {}.{}", drv / 1000, (drv % 1000) / 10);
   di.libraries["cudart"] = fmt::format("{}.{} (static)", rt / 1000, (rt % 1000) / 10);
-  size_t cv = cudnnGetVersion();
-  di.libraries["cudnn"] = fmt::format("{}.{}.{} ({})", cv / 10000, (cv % 10000) / 100, cv % 100,
-                                      library_of(reinterpret_cast<const void*>(&cudnnGetVersion)));
+  di.libraries["cudnn"] = cudnn_description();
   int maj = 0, min = 0, pat = 0;
   SO_GPU_CHECK(cublasGetProperty(MAJOR_VERSION, &maj));
   SO_GPU_CHECK(cublasGetProperty(MINOR_VERSION, &min));

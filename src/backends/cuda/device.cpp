@@ -1,4 +1,5 @@
 #include "backends/cuda/device.h"
+#include "backends/cuda/cudnn_api.h"
 
 #include <fmt/format.h>
 
@@ -51,7 +52,7 @@ uint64_t hash_bytes(const void* data, size_t n) {
 
 // Releases what a lane holds (any part may be missing when its creation failed half-way).
 void destroy_lane(Lane* lane) {
-  if (lane->cudnn) SO_GPU_TRY(cudnnDestroy(lane->cudnn));
+  if (lane->cudnn) SO_GPU_TRY(dnn().cudnnDestroy(lane->cudnn));
   if (lane->cublas) SO_GPU_TRY(cublasDestroy(lane->cublas));
   for (auto& e : lane->events) {
     if (e) SO_GPU_TRY(cudaEventDestroy(e));
@@ -308,15 +309,21 @@ Result<Lane> CudaDevice::acquire_lane() {
     ce = cudaEventCreate(&e);
     if (ce != cudaSuccess) return fail(gpu_status(ce, "cudaEventCreate", __FILE__, __LINE__));
   }
-  cudnnStatus_t ds = cudnnCreate(&lane.cudnn);
-  if (ds != CUDNN_STATUS_SUCCESS) return fail(gpu_status(ds, "cudnnCreate(&lane.cudnn)", __FILE__, __LINE__));
+  // A cuDNN handle only where cuDNN loaded (cudnn_api.h); the -nocudnn paths never touch it.
+  const bool with_cudnn = cudnn_load().usable;
+  if (with_cudnn) {
+    cudnnStatus_t ds = dnn().cudnnCreate(&lane.cudnn);
+    if (ds != CUDNN_STATUS_SUCCESS) return fail(gpu_status(ds, "cudnnCreate(&lane.cudnn)", __FILE__, __LINE__));
+  }
   cublasStatus_t cs = cublasCreate(&lane.cublas);
   if (cs != CUBLAS_STATUS_SUCCESS) return fail(gpu_status(cs, "cublasCreate(&lane.cublas)", __FILE__, __LINE__));
   auto ws = pool_->allocate(kCublasWorkspace, "cuBLAS workspace");
   if (!ws.is_ok()) return fail(ws.status());
   lane.cublas_workspace = std::move(ws).value();
-  ds = cudnnSetStream(lane.cudnn, lane.stream);
-  if (ds != CUDNN_STATUS_SUCCESS) return fail(gpu_status(ds, "cudnnSetStream", __FILE__, __LINE__));
+  if (with_cudnn) {
+    cudnnStatus_t ds = dnn().cudnnSetStream(lane.cudnn, lane.stream);
+    if (ds != CUDNN_STATUS_SUCCESS) return fail(gpu_status(ds, "cudnnSetStream", __FILE__, __LINE__));
+  }
   // cublasSetStream resets the workspace to cuBLAS's own pool, so the workspace is set after it.
   cs = cublasSetStream(lane.cublas, lane.stream);
   if (cs == CUBLAS_STATUS_SUCCESS)
@@ -347,7 +354,7 @@ Status CudaDevice::reserve_lanes(int n) {
 }
 
 void CudaDevice::release_lane(Lane lane) {
-  if (!lane.cudnn) return;
+  if (!lane.stream) return;
   std::lock_guard<std::mutex> lock(mu_);
   free_lanes_.push_back(std::move(lane));
 }

@@ -1,6 +1,7 @@
 // The plugin's doctor checks (layers 3-4) behind run_check, plus their shared helpers. Each check works on
 // raw CUDA/cuDNN/cuBLAS, independent of the backend, so a failure names the layer underneath it.
 #include "backends/cuda/diagnostics.h"
+#include "backends/cuda/cudnn_api.h"
 
 #include <fmt/format.h>
 
@@ -35,7 +36,8 @@ std::string error_text(cudaError_t e) {
   return fmt::format("{} ({}): {}", cudaGetErrorName(e), static_cast<int>(e), cudaGetErrorString(e));
 }
 std::string error_text(cudnnStatus_t s) {
-  return fmt::format("{} ({})", cudnnGetErrorString(s), static_cast<int>(s));
+  if (!cudnn_load().usable) return fmt::format("cudnnStatus_t {}", static_cast<int>(s));
+  return fmt::format("{} ({})", dnn().cudnnGetErrorString(s), static_cast<int>(s));
 }
 std::string error_text(cublasStatus_t s) {
   return fmt::format("{} ({})", cublasGetStatusName(s), static_cast<int>(s));

@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "backends/cuda/check.h"
+#include "backends/cuda/cudnn_api.h"
 #include "backends/cuda/diagnostics_kernels.h"
 #include "backends/cuda/diagnostics_util.h"
 
@@ -23,11 +24,11 @@ struct CudnnConv {
   cudnnFilterDescriptor_t w = nullptr;
   cudnnConvolutionDescriptor_t conv = nullptr;
   ~CudnnConv() {
-    if (conv) SO_GPU_TRY(cudnnDestroyConvolutionDescriptor(conv));
-    if (w) SO_GPU_TRY(cudnnDestroyFilterDescriptor(w));
-    if (y) SO_GPU_TRY(cudnnDestroyTensorDescriptor(y));
-    if (x) SO_GPU_TRY(cudnnDestroyTensorDescriptor(x));
-    if (handle) SO_GPU_TRY(cudnnDestroy(handle));
+    if (conv) SO_GPU_TRY(dnn().cudnnDestroyConvolutionDescriptor(conv));
+    if (w) SO_GPU_TRY(dnn().cudnnDestroyFilterDescriptor(w));
+    if (y) SO_GPU_TRY(dnn().cudnnDestroyTensorDescriptor(y));
+    if (x) SO_GPU_TRY(dnn().cudnnDestroyTensorDescriptor(x));
+    if (handle) SO_GPU_TRY(dnn().cudnnDestroy(handle));
   }
 };
 
@@ -46,30 +47,41 @@ struct CudnnConv {
 
 Outcome run_cudnn_conv(const ConvShape& p, cudnnDataType_t type, const std::vector<float>& x,
                        const std::vector<float>& w, std::vector<float>* y, json ev) {
+  if (!cudnn_load().usable) {
+    // cuDNN is loaded at run time (cudnn_api.h): without it the check fails with the loader's finding, and the
+    // engine serves from a -nocudnn rung.
+    ev["cudnn"] = cudnn_load().error;
+    Outcome o;
+    o.status = "fail";
+    o.code = cudnn_load().finding;
+    o.summary = "cuDNN is not usable: " + cudnn_load().error;
+    o.evidence = ev;
+    return o;
+  }
   CudnnConv d;
   bool half = type == CUDNN_DATA_HALF;
   size_t esize = half ? sizeof(__half) : sizeof(float);
-  DIAG_CUDNN(cudnnCreate(&d.handle));
-  DIAG_CUDNN(cudnnCreateTensorDescriptor(&d.x));
-  DIAG_CUDNN(cudnnCreateTensorDescriptor(&d.y));
-  DIAG_CUDNN(cudnnCreateFilterDescriptor(&d.w));
-  DIAG_CUDNN(cudnnCreateConvolutionDescriptor(&d.conv));
-  DIAG_CUDNN(cudnnSetTensor4dDescriptor(d.x, CUDNN_TENSOR_NCHW, type, p.n, p.c, p.h, p.w));
-  DIAG_CUDNN(cudnnSetFilter4dDescriptor(d.w, type, CUDNN_TENSOR_NCHW, p.k, p.c / p.group, p.r, p.s));
-  DIAG_CUDNN(cudnnSetConvolution2dDescriptor(d.conv, p.pad, p.pad, p.stride, p.stride, p.dilation, p.dilation,
-                                             CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
-  DIAG_CUDNN(cudnnSetConvolutionGroupCount(d.conv, p.group));
-  DIAG_CUDNN(cudnnSetConvolutionMathType(d.conv, half ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH));
+  DIAG_CUDNN(dnn().cudnnCreate(&d.handle));
+  DIAG_CUDNN(dnn().cudnnCreateTensorDescriptor(&d.x));
+  DIAG_CUDNN(dnn().cudnnCreateTensorDescriptor(&d.y));
+  DIAG_CUDNN(dnn().cudnnCreateFilterDescriptor(&d.w));
+  DIAG_CUDNN(dnn().cudnnCreateConvolutionDescriptor(&d.conv));
+  DIAG_CUDNN(dnn().cudnnSetTensor4dDescriptor(d.x, CUDNN_TENSOR_NCHW, type, p.n, p.c, p.h, p.w));
+  DIAG_CUDNN(dnn().cudnnSetFilter4dDescriptor(d.w, type, CUDNN_TENSOR_NCHW, p.k, p.c / p.group, p.r, p.s));
+  DIAG_CUDNN(dnn().cudnnSetConvolution2dDescriptor(d.conv, p.pad, p.pad, p.stride, p.stride, p.dilation, p.dilation,
+                                                   CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
+  DIAG_CUDNN(dnn().cudnnSetConvolutionGroupCount(d.conv, p.group));
+  DIAG_CUDNN(dnn().cudnnSetConvolutionMathType(d.conv, half ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH));
   int on = 0, oc = 0, oh = 0, ow = 0;
-  DIAG_CUDNN(cudnnGetConvolution2dForwardOutputDim(d.conv, d.x, d.w, &on, &oc, &oh, &ow));
-  DIAG_CUDNN(cudnnSetTensor4dDescriptor(d.y, CUDNN_TENSOR_NCHW, type, on, oc, oh, ow));
+  DIAG_CUDNN(dnn().cudnnGetConvolution2dForwardOutputDim(d.conv, d.x, d.w, &on, &oc, &oh, &ow));
+  DIAG_CUDNN(dnn().cudnnSetTensor4dDescriptor(d.y, CUDNN_TENSOR_NCHW, type, on, oc, oh, ow));
   if (fault("cudnn_not_supported")) {
     ev["injected"] = true;
     return cudnn_failure(CUDNN_STATUS_NOT_SUPPORTED, "cudnnGetConvolutionForwardAlgorithm_v7 (injected)", ev);
   }
   cudnnConvolutionFwdAlgoPerf_t perf[8];
   int found = 0;
-  DIAG_CUDNN(cudnnGetConvolutionForwardAlgorithm_v7(d.handle, d.x, d.w, d.conv, d.y, 8, &found, perf));
+  DIAG_CUDNN(dnn().cudnnGetConvolutionForwardAlgorithm_v7(d.handle, d.x, d.w, d.conv, d.y, 8, &found, perf));
   int pick = -1;
   for (int i = 0; i < found && pick < 0; ++i)
     if (perf[i].status == CUDNN_STATUS_SUCCESS) pick = i;
@@ -77,7 +89,8 @@ Outcome run_cudnn_conv(const ConvShape& p, cudnnDataType_t type, const std::vect
   ev["algorithm"] = static_cast<int>(perf[pick].algo);
   ev["math_type"] = static_cast<int>(perf[pick].mathType);
   size_t ws_bytes = 0;
-  DIAG_CUDNN(cudnnGetConvolutionForwardWorkspaceSize(d.handle, d.x, d.w, d.conv, d.y, perf[pick].algo, &ws_bytes));
+  DIAG_CUDNN(
+      dnn().cudnnGetConvolutionForwardWorkspaceSize(d.handle, d.x, d.w, d.conv, d.y, perf[pick].algo, &ws_bytes));
   size_t ny = static_cast<size_t>(on) * oc * oh * ow;
   DeviceBuffer fx, fw, fy, hx, hw, hy, ws;
   DIAG_CUDA(fx.allocate(x.size() * sizeof(float)));
@@ -96,8 +109,8 @@ Outcome run_cudnn_conv(const ConvShape& p, cudnnDataType_t type, const std::vect
     px = hx.as<void>(), pw = hw.as<void>(), py = hy.as<void>();
   }
   float alpha = 1.f, beta = 0.f;
-  DIAG_CUDNN(cudnnConvolutionForward(d.handle, &alpha, d.x, px, d.w, pw, d.conv, perf[pick].algo, ws.as<void>(),
-                                     ws_bytes, &beta, d.y, py));
+  DIAG_CUDNN(dnn().cudnnConvolutionForward(d.handle, &alpha, d.x, px, d.w, pw, d.conv, perf[pick].algo, ws.as<void>(),
+                                           ws_bytes, &beta, d.y, py));
   if (half) DIAG_CUDA(launch_to_float(hy.as<__half>(), fy.as<float>(), static_cast<int>(ny), nullptr));
   DIAG_CUDA(cudaDeviceSynchronize());
   y->resize(ny);
@@ -139,7 +152,7 @@ Outcome check_cudnn_conv(const json& args) {
   if (e != cudaSuccess) return cuda_failure(e, "cudaSetDevice", ev);
   ConvShape p = conv_shape_from(args);
   ev["shape"] = p.str();
-  ev["cudnn_version"] = static_cast<int64_t>(cudnnGetVersion());
+  ev["cudnn_version"] = static_cast<int64_t>(cudnn_load().version);
   ev["injected"] = fault("cudnn_not_supported") || fault("numeric_mismatch");
   auto x = random_floats(static_cast<size_t>(p.n) * p.c * p.h * p.w, 1);
   auto w = random_floats(static_cast<size_t>(p.k) * (p.c / p.group) * p.r * p.s, 2, -0.5f, 0.5f);

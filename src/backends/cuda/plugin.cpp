@@ -1,4 +1,4 @@
-// The C entry point of libsteadyocr_cuda.so (plugin_api.h): the only way into the plugin. No exception crosses
+// The C entry point of libsteadyocr_cuda13.so (plugin_api.h): the only way into the plugin. No exception crosses
 // it: every function of the table catches everything and reports an SoPluginStatus (code, finding, message), and
 // a failed call is checked for a lost context before it is reported.
 #include <cublas_v2.h>
@@ -17,6 +17,7 @@
 #include "backends/cuda/backend_config.h"
 #include "backends/cuda/check.h"
 #include "backends/cuda/cuda_backend.h"
+#include "backends/cuda/cudnn_api.h"
 #include "backends/cuda/diagnostics.h"
 #include "backends/cuda/faults.h"
 #include "backends/cuda/plugin_abi.h"
@@ -72,6 +73,7 @@ std::string library_of(const void* symbol) {
 // call when it is the one returned, else what the Status code alone says.
 std::string finding_for(const Status& s, const char* fallback) {
   if (s.code() == StatusCode::kDeviceFault) return "L3_STICKY_FAULT";
+  if (s.finding() && !s.finding()->code.empty()) return s.finding()->code;
   steadyocr::cuda::GpuErrorRecord first = steadyocr::cuda::first_gpu_error();
   if (first.code != 0 && first.status == s.code()) return first.finding;
   if (s.code() == StatusCode::kOutOfMemory) return "L3_OUT_OF_MEMORY";
@@ -145,14 +147,16 @@ int query_runtime(SoPluginRuntimeInfo* out) {
     };
     if (failed(cudaDriverGetVersion(&out->driver_cuda_version), "cudaDriverGetVersion")) out->driver_cuda_version = 0;
     if (failed(cudaRuntimeGetVersion(&out->runtime_version), "cudaRuntimeGetVersion")) out->runtime_version = 0;
-    out->cudnn_version = static_cast<int>(cudnnGetVersion());
+    // cuDNN is loaded at run time (cudnn_api.h): 0 and no path when it is not usable.
+    const steadyocr::cuda::CudnnLoad& dnn_load = steadyocr::cuda::cudnn_load();
+    out->cudnn_version = dnn_load.usable ? static_cast<int>(dnn_load.version) : 0;
     int maj = 0, min = 0, pat = 0;
     if (cublasGetProperty(MAJOR_VERSION, &maj) == CUBLAS_STATUS_SUCCESS &&
         cublasGetProperty(MINOR_VERSION, &min) == CUBLAS_STATUS_SUCCESS &&
         cublasGetProperty(PATCH_LEVEL, &pat) == CUBLAS_STATUS_SUCCESS) {
       out->cublas_version = maj * 10000 + min * 100 + pat;
     }
-    copy_text(out->cudnn_path, sizeof(out->cudnn_path), library_of(reinterpret_cast<const void*>(&cudnnGetVersion)));
+    copy_text(out->cudnn_path, sizeof(out->cudnn_path), dnn_load.usable ? dnn_load.path : "");
     copy_text(out->cublas_path, sizeof(out->cublas_path),
               library_of(reinterpret_cast<const void*>(&cublasGetProperty)));
     int count = 0;

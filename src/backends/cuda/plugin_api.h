@@ -1,4 +1,4 @@
-/* The C entry point of libsteadyocr_cuda.so, loaded with dlopen by runtime/cuda_plugin.
+/* The C entry point of libsteadyocr_cuda13.so, loaded with dlopen by runtime/cuda_plugin.
  * The host calls steadyocr_backend_init(STEADYOCR_PLUGIN_API_VERSION); the returned table's first field is
  * the plugin's API version and the host refuses a mismatch with a clear message. C++ objects (Graph, Node, Tensor,
  * DeviceInfo) cross the boundary by pointer only when abi_tag equals the host's (same compiler, C++ ABI and

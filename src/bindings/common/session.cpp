@@ -11,6 +11,7 @@
 #include "cli/engine_options.h"
 #include "pipeline/image_decode.h"
 #include "pipeline/visualize.h"
+#include "runtime/cuda_plugin.h"
 
 #ifndef STEADYOCR_EXE_PATH
 #define STEADYOCR_EXE_PATH ""
@@ -92,14 +93,16 @@ std::string steadyocr_executable() {
 void point_at_cuda_plugin() {
   const std::string exe = steadyocr_executable();
   if (exe.empty() || std::getenv("STEADYOCR_CUDA_PLUGIN")) return;
-  // Beside the binary (the build tree) or in ../lib/steadyocr (the installed layout, cmake/Install.cmake).
+  // Beside the binary (the build tree) or in ../lib/steadyocr (the installed layout, cmake/Install.cmake): the folder,
+  // so the runtime still picks the newest plugin there that the driver runs (runtime/cuda_plugin.h).
   const fs::path bin = fs::path(exe).parent_path();
-  for (const fs::path& plugin :
-       {bin / "libsteadyocr_cuda.so", bin.parent_path() / "lib/steadyocr/libsteadyocr_cuda.so"}) {
-    std::error_code ec;
-    if (fs::is_regular_file(plugin, ec)) {
-      ::setenv("STEADYOCR_CUDA_PLUGIN", plugin.c_str(), 0);
-      return;
+  for (const fs::path& dir : {bin, bin.parent_path() / "lib/steadyocr"}) {
+    for (const auto& flavour : runtime::cuda_plugin_flavours()) {
+      std::error_code ec;
+      if (fs::is_regular_file(dir / flavour.file, ec)) {
+        ::setenv("STEADYOCR_CUDA_PLUGIN", dir.c_str(), 0);
+        return;
+      }
     }
   }
 }

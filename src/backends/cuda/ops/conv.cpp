@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "backends/cuda/check.h"
+#include "backends/cuda/cudnn_api.h"
 #include "backends/cuda/ops/conv_util.h"
 #include "backends/cuda/ops/cudnn_util.h"
 #include "backends/cuda/ops/ops.h"
@@ -63,9 +64,9 @@ class ConvStep : public Step {
       src = xp_ptr_;
     }
     const float one = 1.f, zero = 0.f;
-    SO_GPU_CHECK(cudnnConvolutionForward(ctx.cudnn, &one, desc.x, src, desc.w, w_ptr_, desc.conv,
-                                         static_cast<cudnnConvolutionFwdAlgo_t>(algo.algo), ws_ptr_, algo.workspace,
-                                         &zero, desc.y, y_ptr_));
+    SO_GPU_CHECK(dnn().cudnnConvolutionForward(ctx.cudnn, &one, desc.x, src, desc.w, w_ptr_, desc.conv,
+                                               static_cast<cudnnConvolutionFwdAlgo_t>(algo.algo), ws_ptr_,
+                                               algo.workspace, &zero, desc.y, y_ptr_));
     if (run_epilogue_) SO_LAUNCH(k::launch_elementwise(epi_params_, ctx.stream));
     return Status::ok();
   }

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "backends/cuda/check.h"
+#include "backends/cuda/cudnn_api.h"
 #include "backends/cuda/ops/conv_util.h"
 #include "backends/cuda/ops/cudnn_util.h"
 #include "backends/cuda/ops/ops.h"
@@ -56,9 +57,9 @@ class DeconvStep : public Step {
 
   Status enqueue(const ExecContext& ctx) const override {
     const float one = 1.f, zero = 0.f;
-    SO_GPU_CHECK(cudnnConvolutionBackwardData(ctx.cudnn, &one, desc.w, w_ptr_, desc.y, x_ptr_, desc.conv,
-                                              static_cast<cudnnConvolutionBwdDataAlgo_t>(algo.algo), ws_ptr_,
-                                              algo.workspace, &zero, desc.x, cropped ? full_ptr_ : y_ptr_));
+    SO_GPU_CHECK(dnn().cudnnConvolutionBackwardData(ctx.cudnn, &one, desc.w, w_ptr_, desc.y, x_ptr_, desc.conv,
+                                                    static_cast<cudnnConvolutionBwdDataAlgo_t>(algo.algo), ws_ptr_,
+                                                    algo.workspace, &zero, desc.x, cropped ? full_ptr_ : y_ptr_));
     if (cropped) SO_LAUNCH(k::launch_strided_copy(crop_, ctx.stream));
     if (run_epilogue_) SO_LAUNCH(k::launch_elementwise(epi_params_, ctx.stream));
     return Status::ok();

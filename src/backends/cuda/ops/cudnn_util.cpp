@@ -1,5 +1,7 @@
 #include "backends/cuda/ops/cudnn_util.h"
 
+#include "backends/cuda/cudnn_api.h"
+
 #include <fmt/format.h>
 
 #include "backends/cuda/check.h"
@@ -21,10 +23,10 @@ bool math_allowed(cudnnMathType_t m, DType dt, bool relaxed) {
 }  // namespace
 
 ConvDescriptors::~ConvDescriptors() {
-  if (x) SO_GPU_TRY(cudnnDestroyTensorDescriptor(x));
-  if (y) SO_GPU_TRY(cudnnDestroyTensorDescriptor(y));
-  if (w) SO_GPU_TRY(cudnnDestroyFilterDescriptor(w));
-  if (conv) SO_GPU_TRY(cudnnDestroyConvolutionDescriptor(conv));
+  if (x) SO_GPU_TRY(dnn().cudnnDestroyTensorDescriptor(x));
+  if (y) SO_GPU_TRY(dnn().cudnnDestroyTensorDescriptor(y));
+  if (w) SO_GPU_TRY(dnn().cudnnDestroyFilterDescriptor(w));
+  if (conv) SO_GPU_TRY(dnn().cudnnDestroyConvolutionDescriptor(conv));
 }
 
 cudnnDataType_t cudnn_type(DType t) {
@@ -44,27 +46,28 @@ std::string ConvProblem::family() const {
 
 Status make_conv_descriptors(const ConvProblem& p, ConvDescriptors* d) {
   const cudnnDataType_t dt = cudnn_type(p.dtype);
-  SO_GPU_CHECK(cudnnCreateTensorDescriptor(&d->x));
-  SO_GPU_CHECK(cudnnCreateTensorDescriptor(&d->y));
-  SO_GPU_CHECK(cudnnCreateFilterDescriptor(&d->w));
-  SO_GPU_CHECK(cudnnCreateConvolutionDescriptor(&d->conv));
-  SO_GPU_CHECK(cudnnSetTensor4dDescriptor(d->x, CUDNN_TENSOR_NCHW, dt, static_cast<int>(p.n), static_cast<int>(p.c),
-                                          static_cast<int>(p.h), static_cast<int>(p.w)));
-  SO_GPU_CHECK(cudnnSetTensor4dDescriptor(d->y, CUDNN_TENSOR_NCHW, dt, static_cast<int>(p.n), static_cast<int>(p.k),
-                                          static_cast<int>(p.oh), static_cast<int>(p.ow)));
-  SO_GPU_CHECK(cudnnSetFilter4dDescriptor(d->w, dt, CUDNN_TENSOR_NCHW, static_cast<int>(p.k),
-                                          static_cast<int>(p.c / p.group), static_cast<int>(p.kh),
-                                          static_cast<int>(p.kw)));
+  SO_GPU_CHECK(dnn().cudnnCreateTensorDescriptor(&d->x));
+  SO_GPU_CHECK(dnn().cudnnCreateTensorDescriptor(&d->y));
+  SO_GPU_CHECK(dnn().cudnnCreateFilterDescriptor(&d->w));
+  SO_GPU_CHECK(dnn().cudnnCreateConvolutionDescriptor(&d->conv));
+  SO_GPU_CHECK(dnn().cudnnSetTensor4dDescriptor(d->x, CUDNN_TENSOR_NCHW, dt, static_cast<int>(p.n),
+                                                static_cast<int>(p.c), static_cast<int>(p.h), static_cast<int>(p.w)));
+  SO_GPU_CHECK(dnn().cudnnSetTensor4dDescriptor(d->y, CUDNN_TENSOR_NCHW, dt, static_cast<int>(p.n),
+                                                static_cast<int>(p.k), static_cast<int>(p.oh), static_cast<int>(p.ow)));
+  SO_GPU_CHECK(dnn().cudnnSetFilter4dDescriptor(d->w, dt, CUDNN_TENSOR_NCHW, static_cast<int>(p.k),
+                                                static_cast<int>(p.c / p.group), static_cast<int>(p.kh),
+                                                static_cast<int>(p.kw)));
   // Accumulate in fp32 also for fp16 data ("pseudo-half").
-  SO_GPU_CHECK(cudnnSetConvolution2dDescriptor(d->conv, static_cast<int>(p.pad_h), static_cast<int>(p.pad_w),
-                                               static_cast<int>(p.stride_h), static_cast<int>(p.stride_w),
-                                               static_cast<int>(p.dil_h), static_cast<int>(p.dil_w),
-                                               CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
-  SO_GPU_CHECK(cudnnSetConvolutionGroupCount(d->conv, static_cast<int>(p.group)));
-  SO_GPU_CHECK(cudnnSetConvolutionMathType(d->conv, p.dtype == DType::kF16 ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH));
+  SO_GPU_CHECK(dnn().cudnnSetConvolution2dDescriptor(d->conv, static_cast<int>(p.pad_h), static_cast<int>(p.pad_w),
+                                                     static_cast<int>(p.stride_h), static_cast<int>(p.stride_w),
+                                                     static_cast<int>(p.dil_h), static_cast<int>(p.dil_w),
+                                                     CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
+  SO_GPU_CHECK(dnn().cudnnSetConvolutionGroupCount(d->conv, static_cast<int>(p.group)));
+  SO_GPU_CHECK(
+      dnn().cudnnSetConvolutionMathType(d->conv, p.dtype == DType::kF16 ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH));
   if (!p.backward_data) {
     int n, c, h, w;
-    SO_GPU_CHECK(cudnnGetConvolution2dForwardOutputDim(d->conv, d->x, d->w, &n, &c, &h, &w));
+    SO_GPU_CHECK(dnn().cudnnGetConvolution2dForwardOutputDim(d->conv, d->x, d->w, &n, &c, &h, &w));
     if (n != p.n || c != p.k || h != p.oh || w != p.ow) {
       return invalid_argument(fmt::format("cuDNN computes output {}x{}x{}x{} but the graph says {}x{}x{}x{}", n, c, h,
                                           w, p.n, p.k, p.oh, p.ow));
@@ -78,21 +81,22 @@ Result<ConvAlgoChoice> choose_conv_algo(CudaDevice& dev, cudnnHandle_t handle, c
   ConvAlgoKey key{p.key()};
   ConvAlgoChoice choice;
   if (dev.find_algo(key, &choice)) {
-    SO_GPU_CHECK(cudnnSetConvolutionMathType(d->conv, static_cast<cudnnMathType_t>(choice.math_type)));
+    SO_GPU_CHECK(dnn().cudnnSetConvolutionMathType(d->conv, static_cast<cudnnMathType_t>(choice.math_type)));
     return choice;
   }
   // The same layer at another size: reuse its algorithm when cuDNN accepts it for this shape (no heuristics run).
   if (dev.find_algo_family(p.family(), &choice)) {
     size_t ws = 0;
     cudnnStatus_t rc;
-    if (cudnnSetConvolutionMathType(d->conv, static_cast<cudnnMathType_t>(choice.math_type)) != CUDNN_STATUS_SUCCESS) {
+    if (dnn().cudnnSetConvolutionMathType(d->conv, static_cast<cudnnMathType_t>(choice.math_type)) !=
+        CUDNN_STATUS_SUCCESS) {
       rc = CUDNN_STATUS_BAD_PARAM;
     } else if (!p.backward_data) {
-      rc = cudnnGetConvolutionForwardWorkspaceSize(handle, d->x, d->w, d->conv, d->y,
-                                                   static_cast<cudnnConvolutionFwdAlgo_t>(choice.algo), &ws);
+      rc = dnn().cudnnGetConvolutionForwardWorkspaceSize(handle, d->x, d->w, d->conv, d->y,
+                                                         static_cast<cudnnConvolutionFwdAlgo_t>(choice.algo), &ws);
     } else {
-      rc = cudnnGetConvolutionBackwardDataWorkspaceSize(handle, d->w, d->y, d->conv, d->x,
-                                                        static_cast<cudnnConvolutionBwdDataAlgo_t>(choice.algo), &ws);
+      rc = dnn().cudnnGetConvolutionBackwardDataWorkspaceSize(
+          handle, d->w, d->y, d->conv, d->x, static_cast<cudnnConvolutionBwdDataAlgo_t>(choice.algo), &ws);
     }
     if (rc == CUDNN_STATUS_SUCCESS && ws <= kMaxWorkspace) {
       choice.workspace = ws;
@@ -104,8 +108,8 @@ Result<ConvAlgoChoice> choose_conv_algo(CudaDevice& dev, cudnnHandle_t handle, c
   if (!p.backward_data) {
     cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
     int returned = 0;
-    SO_GPU_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(handle, d->x, d->w, d->conv, d->y,
-                                                        CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &returned, perf));
+    SO_GPU_CHECK(dnn().cudnnGetConvolutionForwardAlgorithm_v7(handle, d->x, d->w, d->conv, d->y,
+                                                              CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &returned, perf));
     for (int pass = 0; pass < 2 && !found; ++pass) {
       for (int i = 0; i < returned && !found; ++i) {
         const auto& r = perf[i];
@@ -119,8 +123,8 @@ Result<ConvAlgoChoice> choose_conv_algo(CudaDevice& dev, cudnnHandle_t handle, c
     cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
     int returned = 0;
     // Backward data: w, dy (the node's input, described by d->y) -> dx (the node's output, d->x).
-    SO_GPU_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(handle, d->w, d->y, d->conv, d->x,
-                                                             CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &returned, perf));
+    SO_GPU_CHECK(dnn().cudnnGetConvolutionBackwardDataAlgorithm_v7(
+        handle, d->w, d->y, d->conv, d->x, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &returned, perf));
     for (int pass = 0; pass < 2 && !found; ++pass) {
       for (int i = 0; i < returned && !found; ++i) {
         const auto& r = perf[i];
@@ -136,13 +140,13 @@ Result<ConvAlgoChoice> choose_conv_algo(CudaDevice& dev, cudnnHandle_t handle, c
                   fmt::format("cuDNN offers no deterministic algorithm for convolution {} within {} MiB of workspace",
                               p.key(), kMaxWorkspace >> 20));
   }
-  SO_GPU_CHECK(cudnnSetConvolutionMathType(d->conv, static_cast<cudnnMathType_t>(choice.math_type)));
+  SO_GPU_CHECK(dnn().cudnnSetConvolutionMathType(d->conv, static_cast<cudnnMathType_t>(choice.math_type)));
   // The heuristic's workspace estimate can differ from the exact query; take the exact one.
   if (!p.backward_data) {
-    SO_GPU_CHECK(cudnnGetConvolutionForwardWorkspaceSize(
+    SO_GPU_CHECK(dnn().cudnnGetConvolutionForwardWorkspaceSize(
         handle, d->x, d->w, d->conv, d->y, static_cast<cudnnConvolutionFwdAlgo_t>(choice.algo), &choice.workspace));
   } else {
-    SO_GPU_CHECK(cudnnGetConvolutionBackwardDataWorkspaceSize(
+    SO_GPU_CHECK(dnn().cudnnGetConvolutionBackwardDataWorkspaceSize(
         handle, d->w, d->y, d->conv, d->x, static_cast<cudnnConvolutionBwdDataAlgo_t>(choice.algo), &choice.workspace));
   }
   dev.store_algo(key, p.family(), choice);
