@@ -11,8 +11,12 @@ namespace steadyocr::runtime {
 std::vector<std::string> available_backends() {
   std::vector<std::string> names;
   if (cuda_plugin_status().loaded && cuda_plugin_status().device_count > 0) {
-    names.push_back("cuda-fp32");
-    names.push_back("cuda-fp16");
+    // The cuDNN backends only where the plugin loaded a usable cuDNN (it reports version 0 otherwise: missing, of
+    // another major, or the build for another CUDA); the -nocudnn ones wherever the plugin runs.
+    if (cuda_plugin_status().runtime.cudnn_version > 0) {
+      names.push_back("cuda-fp32");
+      names.push_back("cuda-fp16");
+    }
     names.push_back("cuda-fp32-nocudnn");
     names.push_back("cuda-fp16-nocudnn");
   }

@@ -202,16 +202,18 @@ int probe_driver_cuda_version() {
   return v;  // never dlclose libcuda: the plugin loads it again
 }
 
-std::vector<std::string> cuda_plugin_candidates(const CudaPluginChoice& choice) {
+std::vector<std::string> cuda_plugin_candidates(const CudaPluginChoice& choice, bool honour_pin) {
   std::vector<std::string> c;
   std::vector<std::string> dirs;
   if (const char* env = std::getenv("STEADYOCR_CUDA_PLUGIN"); env && *env) {
     std::string e = env;
     if (is_dir(e)) {
       dirs.push_back(e);
-    } else {
+    } else if (honour_pin) {
       c.push_back(e);  // a file pins the plugin: nothing else is tried
       return c;
+    } else {
+      c.push_back(e);  // listed first, then every default place
     }
   }
   std::string dir = exe_dir();

@@ -54,7 +54,8 @@ int probe_driver_cuda_version();
 // Where the plugin is looked for, in order: $STEADYOCR_CUDA_PLUGIN (`--cuda-plugin PATH`: a file, which pins it, or
 // a folder), the executable's folder, its parent (tests run from build/tests), lib/steadyocr beside bin/, then the
 // loader's own search path (LD_LIBRARY_PATH, ldconfig); in each place the files of `choice`, best first.
-std::vector<std::string> cuda_plugin_candidates(const CudaPluginChoice& choice);
+// `honour_pin` false leaves a pinned file out (the doctor lists every installed plugin beside the pinned one).
+std::vector<std::string> cuda_plugin_candidates(const CudaPluginChoice& choice, bool honour_pin = true);
 // The same for this machine's driver (probe_driver_cuda_version).
 std::vector<std::string> cuda_plugin_candidates();
 

@@ -221,11 +221,16 @@ TEST(CudaPluginChoice, TheEnvironmentVariablePinsOrSearches) {
 TEST(CudaPlugin, StatusExplainsAvailability) {
   const auto& st = runtime::cuda_plugin_status();
   auto names = runtime::available_backends();
-  const bool listed = std::find(names.begin(), names.end(), "cuda-fp32") != names.end();
+  const bool listed = std::find(names.begin(), names.end(), "cuda-fp32-nocudnn") != names.end();
   EXPECT_EQ(listed, st.loaded && st.device_count > 0);
   if (listed) {
-    EXPECT_EQ(names[0], "cuda-fp16");
-    EXPECT_EQ(names[1], "cuda-fp32");
+    // Best first; the cuDNN backends only where the plugin found a usable cuDNN.
+    std::vector<std::string> want = {"cuda-fp32-nocudnn", "cuda-fp16-nocudnn"};
+    if (st.runtime.cudnn_version > 0) want.insert(want.begin(), {"cuda-fp32", "cuda-fp16"});
+    ASSERT_GE(names.size(), want.size());
+    EXPECT_EQ(std::vector<std::string>(names.begin(), names.begin() + static_cast<long>(want.size())), want);
+    std::printf("cuda plugin %s: %s; cuDNN %d (%s)\n", st.path.c_str(), st.choice.c_str(), st.runtime.cudnn_version,
+                st.runtime.cudnn_path);
     return;
   }
   auto b = runtime::create_backend("cuda-fp32");

@@ -339,7 +339,8 @@ Status CudaPreparedGraph::capture() {
   // write into this plan's graph workspace while the graph replays on another lane.
   cublasStatus_t restored =
       cublasSetWorkspace(lane_->cublas, lane_->cublas_workspace->ptr, lane_->cublas_workspace->bytes);
-  if (e == cudaSuccess && s.is_ok() && g) e = cudaGraphInstantiate(&exec_, g, 0);
+  // cudaGraphInstantiateWithFlags has the same signature in CUDA 11.4+ and 12/13 (cudaGraphInstantiate does not).
+  if (e == cudaSuccess && s.is_ok() && g) e = cudaGraphInstantiateWithFlags(&exec_, g, 0);
   if (g) SO_GPU_TRY(cudaGraphDestroy(g));
   if (restored != CUBLAS_STATUS_SUCCESS) {
     lane_dirty_ = true;
