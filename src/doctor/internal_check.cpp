@@ -74,7 +74,12 @@ Result<std::shared_ptr<Backend>> create_plugin_backend(const PluginFacts& plugin
                                                        const std::string& precision, size_t budget_bytes) {
   if (!plugin.api_ok || !plugin.api->create_backend || !plugin.api->destroy_backend)
     return unavailable("the CUDA plugin is not loaded or has no create_backend");
-  auto b = runtime::create_plugin_backend(plugin.api, runtime::cuda_backend_config(precision, budget_bytes, device));
+  cuda::BackendConfig config = runtime::cuda_backend_config(precision, budget_bytes, device);
+  // Where the plugin has no usable cuDNN the GPU serves from the -nocudnn rung: check that path (the cudnn checks
+  // say why cuDNN is out).
+  SoPluginRuntimeInfo rt{};
+  if (plugin.api->query_runtime && plugin.api->query_runtime(&rt) == 0 && rt.cudnn_version == 0) config.cudnn = false;
+  auto b = runtime::create_plugin_backend(plugin.api, config);
   if (!b.is_ok()) return unavailable(std::string("create_backend(") + precision + "): " + b.status().to_string());
   return b;
 }

@@ -72,6 +72,14 @@ CheckResult check_plugin_files(const Layer2Facts& f) {
     }
     if (fits && !p.path.empty() && serving.empty()) serving = p.file;
   }
+  // A pinned plugin (--cuda-plugin) that the driver runs serves instead of the pick (one it does not run is the
+  // driver_vs_runtime check's failure).
+  for (const auto& p : f.plugin_files) {
+    if (f.plugin.api_ok && !p.path.empty() && p.path == f.plugin.path && drv >= p.min_driver_cuda) {
+      if (serving != p.file) better.clear();
+      serving = p.file;
+    }
+  }
   ev["summary"] = lines;
   if (drv <= 0) return pass(2, "plugins", lines + " (the driver's CUDA version is unknown)", ev);
   if (!any_fits) {

@@ -226,7 +226,8 @@ PluginFacts probe_plugin() {
 std::vector<PluginFileFacts> probe_plugin_files() {
   std::vector<PluginFileFacts> out;
   // Every flavour's candidate paths, whatever the driver (the report covers what is installed, not only the pick).
-  const std::vector<std::string> cands = runtime::cuda_plugin_candidates(runtime::choose_cuda_plugins(0), /*honour_pin=*/false);
+  const std::vector<std::string> cands =
+      runtime::cuda_plugin_candidates(runtime::choose_cuda_plugins(0), /*honour_pin=*/false);
   for (const auto& fl : runtime::cuda_plugin_flavours()) {
     PluginFileFacts f;
     f.file = fl.file;

@@ -408,6 +408,14 @@ TEST(DoctorLayer2, PluginFilesAgainstTheDriver) {
   EXPECT_EQ(older.code, "L2_NEWER_PLUGIN_NOT_INSTALLED");
   EXPECT_EQ(older.evidence["better"], "libsteadyocr_cuda13.so");
 
+  // --cuda-plugin pins the 11.8 plugin on a CUDA 13 driver with both installed: the pinned one serves.
+  f.plugin_files = {plugin_file(13, "/opt/steadyocr/bin/libsteadyocr_cuda13.so"),
+                    plugin_file(11, "/opt/steadyocr/lib/steadyocr/libsteadyocr_cuda11.so")};
+  f.plugin.path = "/opt/steadyocr/lib/steadyocr/libsteadyocr_cuda11.so";
+  CheckResult pinned = find_check(evaluate_layer2(f), "plugins");
+  EXPECT_EQ(pinned.status, CheckStatus::kPass);
+  EXPECT_EQ(pinned.summary.rfind("libsteadyocr_cuda11.so serves: ", 0), 0u) << pinned.summary;
+
   // CUDA 10.2: older than every plugin.
   f.driver.driver_cuda_version = 10020;
   CheckResult old = find_check(evaluate_layer2(f), "plugins");

@@ -17,7 +17,9 @@ CudnnApi g_api;
 CudnnLoad g_load;
 std::once_flag g_once;
 
-std::string version_text(size_t v) { return fmt::format("{}.{}.{}", v / 10000, (v % 10000) / 100, v % 100); }
+std::string version_text(size_t v) {
+  return fmt::format("{}.{}.{}", v / 10000, (v % 10000) / 100, v % 100);
+}
 
 void load_once() {
   CudnnLoad& l = g_load;
@@ -26,14 +28,15 @@ void load_once() {
   if (!h) {
     const char* e = ::dlerror();
     l.finding = "L2_CUDNN_MISSING";
-    l.error = fmt::format("{} could not be loaded ({}): install cuDNN {} for CUDA {} or add its folder to "
-                          "LD_LIBRARY_PATH; convolutions run without cuDNN meanwhile (the -nocudnn backends)",
-                          l.soname, e ? e : "no dlerror text", CUDNN_MAJOR, CUDART_VERSION / 1000);
+    l.error = fmt::format(
+        "{} could not be loaded ({}): install cuDNN {} for CUDA {} or add its folder to "
+        "LD_LIBRARY_PATH; convolutions run without cuDNN meanwhile (the -nocudnn backends)",
+        l.soname, e ? e : "no dlerror text", CUDNN_MAJOR, CUDART_VERSION / 1000);
     return;
   }
   std::string missing;
-#define SO_CUDNN_LOOKUP(f)                                                              \
-  g_api.f = reinterpret_cast<decltype(&::f)>(::dlsym(h, #f));                           \
+#define SO_CUDNN_LOOKUP(f)                                    \
+  g_api.f = reinterpret_cast<decltype(&::f)>(::dlsym(h, #f)); \
   if (!g_api.f) missing += (missing.empty() ? "" : ", ") + std::string(#f);
   SO_CUDNN_FUNCTIONS(SO_CUDNN_LOOKUP)
 #undef SO_CUDNN_LOOKUP
@@ -59,10 +62,11 @@ void load_once() {
   }
   if (l.cudart / 1000 != CUDART_VERSION / 1000) {
     l.finding = "L2_CUDNN_CUDA_MISMATCH";
-    l.error = fmt::format("{} (cuDNN {}) is the build for CUDA {}, this plugin runs CUDA {}: install the CUDA {} build "
-                          "of cuDNN {} (cudnn{}-cuda-{}) and put it first on the loader path",
-                          l.path, version_text(l.version), l.cudart / 1000, CUDART_VERSION / 1000,
-                          CUDART_VERSION / 1000, CUDNN_MAJOR, CUDNN_MAJOR, CUDART_VERSION / 1000);
+    l.error = fmt::format(
+        "{} (cuDNN {}) is the build for CUDA {}, this plugin runs CUDA {}: install the CUDA {} build "
+        "of cuDNN {} (cudnn{}-cuda-{}) and put it first on the loader path",
+        l.path, version_text(l.version), l.cudart / 1000, CUDART_VERSION / 1000, CUDART_VERSION / 1000, CUDNN_MAJOR,
+        CUDNN_MAJOR, CUDART_VERSION / 1000);
     return;
   }
   l.usable = true;

@@ -148,6 +148,16 @@ Outcome compared(Outcome o, const std::string& what, const Comparison& c, double
 
 Outcome check_cudnn_conv(const json& args) {
   json ev;
+  if (!cudnn_load().usable) {
+    // cuDNN is optional: the GPU serves without it (the -nocudnn rung); a warning with the loader's finding.
+    ev["cudnn"] = cudnn_load().error;
+    Outcome o;
+    o.status = "warn";
+    o.code = cudnn_load().finding;
+    o.summary = "cuDNN is not usable, convolutions run without it (im2col/col2im + cuBLAS): " + cudnn_load().error;
+    o.evidence = ev;
+    return o;
+  }
   cudaError_t e = use_device(args.value("device", 0), &ev);
   if (e != cudaSuccess) return cuda_failure(e, "cudaSetDevice", ev);
   ConvShape p = conv_shape_from(args);
