@@ -12,18 +12,34 @@ namespace steadyocr::cuda {
 
 // Every cuDNN function the plugin calls. A new call site adds its function here (the build fails otherwise: the
 // plugin does not link libcudnn).
-#define SO_CUDNN_FUNCTIONS(X)                                                                                          \
-  X(cudnnGetVersion)                                                                                                   \
-  X(cudnnGetCudartVersion)                                                                                             \
-  X(cudnnGetErrorString)                                                                                               \
-  X(cudnnGetLastErrorString) X(cudnnCreate) X(cudnnDestroy) X(cudnnSetStream) X(cudnnCreateTensorDescriptor)           \
-      X(cudnnDestroyTensorDescriptor) X(cudnnSetTensor4dDescriptor) X(cudnnCreateFilterDescriptor)                     \
-          X(cudnnDestroyFilterDescriptor) X(cudnnSetFilter4dDescriptor) X(cudnnCreateConvolutionDescriptor)            \
-              X(cudnnDestroyConvolutionDescriptor) X(cudnnSetConvolution2dDescriptor) X(cudnnSetConvolutionGroupCount) \
-                  X(cudnnSetConvolutionMathType) X(cudnnGetConvolution2dForwardOutputDim)                              \
-                      X(cudnnGetConvolutionForwardAlgorithm_v7) X(cudnnGetConvolutionForwardWorkspaceSize)             \
-                          X(cudnnConvolutionForward) X(cudnnGetConvolutionBackwardDataAlgorithm_v7)                    \
-                              X(cudnnGetConvolutionBackwardDataWorkspaceSize) X(cudnnConvolutionBackwardData)
+// clang-format off
+#define SO_CUDNN_FUNCTIONS(X) \
+  X(cudnnGetVersion) \
+  X(cudnnGetCudartVersion) \
+  X(cudnnGetErrorString) \
+  X(cudnnGetLastErrorString) \
+  X(cudnnCreate) \
+  X(cudnnDestroy) \
+  X(cudnnSetStream) \
+  X(cudnnCreateTensorDescriptor) \
+  X(cudnnDestroyTensorDescriptor) \
+  X(cudnnSetTensor4dDescriptor) \
+  X(cudnnCreateFilterDescriptor) \
+  X(cudnnDestroyFilterDescriptor) \
+  X(cudnnSetFilter4dDescriptor) \
+  X(cudnnCreateConvolutionDescriptor) \
+  X(cudnnDestroyConvolutionDescriptor) \
+  X(cudnnSetConvolution2dDescriptor) \
+  X(cudnnSetConvolutionGroupCount) \
+  X(cudnnSetConvolutionMathType) \
+  X(cudnnGetConvolution2dForwardOutputDim) \
+  X(cudnnGetConvolutionForwardAlgorithm_v7) \
+  X(cudnnGetConvolutionForwardWorkspaceSize) \
+  X(cudnnConvolutionForward) \
+  X(cudnnGetConvolutionBackwardDataAlgorithm_v7) \
+  X(cudnnGetConvolutionBackwardDataWorkspaceSize) \
+  X(cudnnConvolutionBackwardData)
+// clang-format on
 
 struct CudnnApi {
 #define SO_CUDNN_FIELD(f) decltype(&::f) f = nullptr;
