@@ -39,6 +39,8 @@ if(TARGET steadyocr_python)
           EXCLUDE_FROM_ALL FILES_MATCHING PATTERN "*.py")
   install(TARGETS steadyocr RUNTIME DESTINATION steadyocr/bin COMPONENT python EXCLUDE_FROM_ALL)
   install(TARGETS ${SO_ENGINE_TARGETS} LIBRARY DESTINATION steadyocr/lib/steadyocr COMPONENT python EXCLUDE_FROM_ALL)
+  install(FILES ${CMAKE_BINARY_DIR}/libsteadyocr_cuda11.so DESTINATION steadyocr/lib/steadyocr COMPONENT python
+          EXCLUDE_FROM_ALL OPTIONAL)
   list(APPEND SO_PYTHON_PACKAGE_TARGETS steadyocr_python steadyocr_python_files)
 endif()
 add_custom_target(steadyocr_python_package)
