@@ -30,7 +30,7 @@ void load_once() {
     l.finding = "L2_CUDNN_MISSING";
     l.error = fmt::format(
         "{} could not be loaded ({}): install cuDNN {} for CUDA {} or add its folder to "
-        "LD_LIBRARY_PATH; convolutions run without cuDNN meanwhile (the -nocudnn backends)",
+        "LD_LIBRARY_PATH",
         l.soname, e ? e : "no dlerror text", CUDNN_MAJOR, CUDART_VERSION / 1000);
     return;
   }
