@@ -10,6 +10,7 @@
 #include <mutex>
 #include <thread>
 
+#include "core/compare.h"
 #include "core/metrics.h"
 #include "core/timer.h"
 #include "cuda_test_util.h"
@@ -187,6 +188,36 @@ TEST(CudaFaults, CudnnNotSupportedAndNoKernelImageAreDeviceErrors) {
   EXPECT_EQ(s.code(), StatusCode::kDeviceError) << s.to_string();
   EXPECT_NE(s.message().find("cudaErrorNoKernelImageForDevice"), std::string::npos) << s.to_string();
   EXPECT_TRUE(p->run({x}, &out).is_ok());
+}
+
+// cuDNN with no algorithm for a convolution at plan time (fault cudnn_no_algo): that convolution runs on our own
+// kernels inside the cuDNN backend, logged and counted, and the model's output is the same.
+TEST(CudaFaults, ConvolutionCudnnCannotPlanRunsOnOwnKernels) {
+  SO_REQUIRE_MODELS();
+  SO_CUDA_BACKEND_OR_SKIP(faulted, "cuda-fp32");  // a backend of its own: no plan of this graph made before
+  FaultGuard guard;
+  ASSERT_TRUE(runtime::set_cuda_fault("cudnn_no_algo@det:1+").is_ok());
+  const double before = metrics::total("steadyocr_cuda_conv_cudnn_fallbacks_total");
+  Tensor x;
+  auto p = small_det(*faulted, &x);
+  ASSERT_TRUE(p);
+  std::vector<Tensor> got;
+  Status s = p->run({x}, &got);
+  ASSERT_TRUE(s.is_ok()) << s.to_string();
+  const double fell = metrics::total("steadyocr_cuda_conv_cudnn_fallbacks_total") - before;
+  EXPECT_GT(fell, 0) << "no convolution was planned without cuDNN";
+  std::printf("convolutions planned on own kernels under cudnn_no_algo: %.0f\n", fell);
+  ASSERT_TRUE(runtime::set_cuda_fault("").is_ok());
+  SO_CUDA_BACKEND_OR_SKIP(plain, "cuda-fp32");
+  Tensor x2;
+  auto q = small_det(*plain, &x2);
+  ASSERT_TRUE(q);
+  std::vector<Tensor> want;
+  ASSERT_TRUE(q->run({x2}, &want).is_ok());
+  ASSERT_EQ(got.size(), want.size());
+  const Comparison c = compare_tensors(got[0], want[0]);
+  EXPECT_LT(c.nmse, 1e-10) << "max abs diff " << c.max_abs_diff;
+  EXPECT_EQ(metrics::total("steadyocr_cuda_conv_cudnn_fallbacks_total") - before, fell) << "only under the fault";
 }
 
 TEST(CudaFaults, BadSpecIsRefusedWithTheSyntax) {

@@ -33,7 +33,8 @@ bool parse_kind(const std::string& s, Kind* k) {
                                                         {"illegal_address", Kind::kIllegalAddress},
                                                         {"hang", Kind::kHang},
                                                         {"no_kernel_image", Kind::kNoKernelImage},
-                                                        {"cudnn_not_supported", Kind::kCudnnNotSupported}};
+                                                        {"cudnn_not_supported", Kind::kCudnnNotSupported},
+                                                        {"cudnn_no_algo", Kind::kCudnnNoAlgo}};
   for (const auto& [name, kind] : kKinds) {
     if (s == name) {
       *k = kind;
@@ -58,7 +59,7 @@ Status parse_item(const std::string& item, Rule* r, uint64_t* hang_ms) {
   if (!parse_kind(kind, &r->kind)) {
     return invalid_argument(
         fmt::format("fault '{}': unknown kind '{}' (oom, illegal_address, hang, no_kernel_image, "
-                    "cudnn_not_supported)",
+                    "cudnn_not_supported, cudnn_no_algo)",
                     item, kind));
   }
   if (!rest.empty() && rest[0] == '@') {
@@ -105,6 +106,8 @@ const char* kind_name(Kind k) {
       return "no_kernel_image";
     case Kind::kCudnnNotSupported:
       return "cudnn_not_supported";
+    case Kind::kCudnnNoAlgo:
+      return "cudnn_no_algo";
   }
   return "?";
 }
@@ -132,11 +135,23 @@ Kind on_run(const std::string& role) {
   std::lock_guard<std::mutex> lock(g_mu);
   Kind fire = Kind::kNone;
   for (Rule& r : g_rules) {
+    if (r.kind == Kind::kCudnnNoAlgo) continue;  // a planning fault (on_conv_plan)
     if (r.role != "any" && r.role != role) continue;
     ++r.seen;
     if (fire == Kind::kNone && (r.seen == r.at || (r.onward && r.seen > r.at))) fire = r.kind;
   }
   if (fire == Kind::kHang && g_flag_host) *g_flag_host = 0;
+  return fire;
+}
+
+bool on_conv_plan(const std::string& role) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  bool fire = false;
+  for (Rule& r : g_rules) {
+    if (r.kind != Kind::kCudnnNoAlgo || (r.role != "any" && r.role != role)) continue;
+    ++r.seen;
+    fire |= r.seen == r.at || (r.onward && r.seen > r.at);
+  }
   return fire;
 }
 

@@ -8,7 +8,7 @@
 
 namespace steadyocr::cuda::faults {
 
-enum class Kind { kNone, kOom, kIllegalAddress, kHang, kNoKernelImage, kCudnnNotSupported };
+enum class Kind { kNone, kOom, kIllegalAddress, kHang, kNoKernelImage, kCudnnNotSupported, kCudnnNoAlgo };
 
 const char* kind_name(Kind k);
 
@@ -16,6 +16,9 @@ const char* kind_name(Kind k);
 Status set_spec(const std::string& spec);
 // Counts one run of a model with `role` ("det", "rec", "cls", ...) and returns the fault to inject into it.
 Kind on_run(const std::string& role);
+// Counts one convolution planned through cuDNN in a model with `role` and says whether cuDNN is to "have no
+// algorithm" for it (the kind cudnn_no_algo, counted here only: never at a run).
+bool on_conv_plan(const std::string& role);
 // Device address of the host flag a hang kernel waits on, and how long it waits at most.
 Result<const volatile int*> hang_flag();
 uint64_t hang_timeout_ms();

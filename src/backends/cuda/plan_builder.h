@@ -74,6 +74,7 @@ class PlanBuilder {
   void add_step(std::unique_ptr<Step> s, const graph::Node* n);
   CudaDevice& device() { return device_; }
   cudnnHandle_t cudnn() const { return cudnn_; }
+  const graph::Graph& graph() const { return graph_; }
   Precision precision() const { return options_.precision; }
   bool own_conv() const { return options_.own_conv || !options_.cudnn; }
   bool use_cudnn() const { return options_.cudnn; }

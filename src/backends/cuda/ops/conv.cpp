@@ -128,22 +128,29 @@ Status build_conv(PlanBuilder& b, const graph::Node& n) {
     return invalid_argument(fmt::format("weights {} do not fit input {} with group {}", shape_str(wv->shape),
                                         shape_str(xv->shape), a.group));
   }
-  ASSIGN_OR_RETURN(step->x, b.input(xv, dt));
   // cuDNN takes symmetric pads only: asymmetric ones are materialised in a zero-padded copy of the input.
   if (a.pads[0] != a.pads[2] || a.pads[1] != a.pads[3]) {
     step->padded = true;
     step->pad_tl = {a.pads[0], a.pads[1]};
     step->x_padded.dtype = dt;
     step->x_padded.shape = {p.n, p.c, p.h + a.pads[0] + a.pads[2], p.w + a.pads[1] + a.pads[3]};
-    step->x_padded.ref = b.scratch(step->x_padded.nbytes());
     p.h = step->x_padded.shape[2];
     p.w = step->x_padded.shape[3];
   } else {
     p.pad_h = a.pads[0];
     p.pad_w = a.pads[1];
   }
-  RETURN_IF_ERROR(make_conv_descriptors(p, &step->desc));
-  ASSIGN_OR_RETURN(step->algo, choose_conv_algo(b.device(), b.cudnn(), p, &step->desc));
+  // cuDNN's part first, before anything is added to the plan: a shape it cannot plan runs on our own kernels.
+  Status planned = injected_no_algo(b);
+  if (planned.is_ok()) planned = make_conv_descriptors(p, &step->desc);
+  if (planned.is_ok()) {
+    auto algo = choose_conv_algo(b.device(), b.cudnn(), p, &step->desc);
+    if (algo.is_ok()) step->algo = *algo;
+    planned = algo.status();
+  }
+  if (!planned.is_ok()) return conv_fallback(b, n, planned, /*transposed=*/false);
+  ASSIGN_OR_RETURN(step->x, b.input(xv, dt));
+  if (step->padded) step->x_padded.ref = b.scratch(step->x_padded.nbytes());
   b.need_workspace(step->algo.workspace);
   step->workspace = b.workspace();
   ASSIGN_OR_RETURN(step->w, b.weight(wv->constant, dt));

@@ -9,8 +9,12 @@
 #include <string>
 
 #include "backends/cuda/check.h"
+#include "backends/cuda/cuda_backend.h"
+#include "backends/cuda/faults.h"
 #include "backends/cuda/ops/conv_util.h"
 #include "backends/cuda/ops/ops_util.h"
+#include "core/log.h"
+#include "core/metrics.h"
 
 namespace steadyocr::cuda {
 namespace {
@@ -243,9 +247,9 @@ Status build_conv_epilogue(PlanBuilder& b, const graph::Node& n, const DevTensor
   return Status::ok();
 }
 
-Status build_conv_without_cudnn(PlanBuilder& b, const graph::Node& n, bool* handled) {
+Status build_conv_without_cudnn(PlanBuilder& b, const graph::Node& n, bool* handled, bool force) {
   *handled = false;
-  if (!b.own_conv()) return Status::ok();
+  if (!b.own_conv() && !force) return Status::ok();
   const auto& a = n.attr<graph::ConvAttrs>();
   const graph::Value* xv = n.input(0);
   const graph::Value* wv = n.input(1);
@@ -256,7 +260,7 @@ Status build_conv_without_cudnn(PlanBuilder& b, const graph::Node& n, bool* hand
                          a.strides[0] == 1 && a.strides[1] == 1 && a.pads[0] == 0 && a.pads[1] == 0 && a.pads[2] == 0 &&
                          a.pads[3] == 0 && yv->shape[2] == xv->shape[2] && yv->shape[3] == xv->shape[3];
   const bool general = !depthwise && !pointwise;
-  if (general && b.use_cudnn()) return Status::ok();
+  if (general && b.use_cudnn() && !force) return Status::ok();
   if (wv->shape[1] * a.group != C || K % a.group != 0) {
     return invalid_argument(fmt::format("weights {} do not fit input {} with group {}", shape_str(wv->shape),
                                         shape_str(xv->shape), a.group));
@@ -298,9 +302,9 @@ Status build_conv_without_cudnn(PlanBuilder& b, const graph::Node& n, bool* hand
   return Status::ok();
 }
 
-Status build_conv_transpose_without_cudnn(PlanBuilder& b, const graph::Node& n, bool* handled) {
+Status build_conv_transpose_without_cudnn(PlanBuilder& b, const graph::Node& n, bool* handled, bool force) {
   *handled = false;
-  if (b.use_cudnn()) return Status::ok();
+  if (b.use_cudnn() && !force) return Status::ok();
   const auto& a = n.attr<graph::ConvTransposeAttrs>();
   const graph::Value* xv = n.input(0);
   const graph::Value* wv = n.input(1);
@@ -330,6 +334,28 @@ Status build_conv_transpose_without_cudnn(PlanBuilder& b, const graph::Node& n, 
   RETURN_IF_ERROR(build_conv_epilogue(b, n, step->y, cout, a.act, &step->epilogue));
   b.add_step(std::move(step), &n);
   *handled = true;
+  return Status::ok();
+}
+
+Status injected_no_algo(PlanBuilder& b) {
+  if (!faults::on_conv_plan(model_role(b.graph()))) return Status::ok();
+  return gpu_status(CUDNN_STATUS_NOT_SUPPORTED, "cudnnGetConvolutionForwardAlgorithm_v7 [injected cudnn_no_algo]",
+                    __FILE__, __LINE__);
+}
+
+Status conv_fallback(PlanBuilder& b, const graph::Node& n, const Status& cudnn_error, bool transposed) {
+  const StatusCode c = cudnn_error.code();
+  if (c == StatusCode::kDeviceFault || c == StatusCode::kOutOfMemory || c == StatusCode::kInvalidArgument) {
+    return cudnn_error;
+  }
+  const char* op = transposed ? "ConvTranspose" : "Conv";
+  log::warn("cuda", "{} '{}': cuDNN cannot plan it ({}); it runs as {} on our own kernels", op, n.name,
+            cudnn_error.message(), transposed ? "cuBLAS GEMM + col2im" : "im2col + cuBLAS GEMM");
+  metrics::inc("steadyocr_cuda_conv_cudnn_fallbacks_total", {{"op", op}});
+  bool handled = false;
+  RETURN_IF_ERROR(transposed ? build_conv_transpose_without_cudnn(b, n, &handled, /*force=*/true)
+                             : build_conv_without_cudnn(b, n, &handled, /*force=*/true));
+  if (!handled) return internal_error(fmt::format("{} '{}': no cuDNN-free path took it", op, n.name));
   return Status::ok();
 }
 

@@ -18,8 +18,17 @@ Status build_conv_epilogue(PlanBuilder& b, const graph::Node& n, const DevTensor
 // convolution to cuDNN.
 // With BackendConfig::cudnn = false (STEADYOCR_CUDA_CUDNN=0) it takes every convolution: the others as im2col +
 // cuBLAS GEMM (kernels/im2col.cu).
-Status build_conv_without_cudnn(PlanBuilder& b, const graph::Node& n, bool* handled);
+// `force`: take this convolution whatever the configuration (cuDNN has no algorithm for it: conv_fallback below).
+Status build_conv_without_cudnn(PlanBuilder& b, const graph::Node& n, bool* handled, bool force = false);
 // ConvTranspose as cuBLAS GEMM + col2im, taken only with BackendConfig::cudnn = false.
-Status build_conv_transpose_without_cudnn(PlanBuilder& b, const graph::Node& n, bool* handled);
+Status build_conv_transpose_without_cudnn(PlanBuilder& b, const graph::Node& n, bool* handled, bool force = false);
+
+// A convolution cuDNN cannot plan (no algorithm for the shape, a descriptor it refuses) runs on our own kernels
+// instead, inside the cuDNN backend: a WARN line naming the node and cuDNN's error, and the counter
+// steadyocr_cuda_conv_cudnn_fallbacks_total{op}. Errors that are not cuDNN's (out of memory, a lost context, a
+// malformed node) are returned as they are.
+Status conv_fallback(PlanBuilder& b, const graph::Node& n, const Status& cudnn_error, bool transposed);
+// Whether the fault injector says cuDNN "has no algorithm" for this convolution (fault kind cudnn_no_algo).
+Status injected_no_algo(PlanBuilder& b);
 
 }  // namespace steadyocr::cuda
