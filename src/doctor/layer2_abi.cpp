@@ -63,6 +63,7 @@ CheckResult check_plugin_files(const Layer2Facts& f) {
                             p.build.sass_archs, p.build.ptx_archs);
       }
       line += p.cublas_path.empty() ? ", " + p.cublas_soname + " NOT found" : ", " + p.cublas_soname + " found";
+      line += p.loadable ? ", loads" : ", does not load (" + p.load_error + ")";
     }
     if (drv > 0) line += fits ? ", the driver runs it" : ", needs a driver of " + p.min_driver;
     lines += (lines.empty() ? "" : "; ") + line;
@@ -70,7 +71,7 @@ CheckResult check_plugin_files(const Layer2Facts& f) {
       better = p.file;
       better_major = std::to_string(p.cuda_major);
     }
-    if (fits && !p.path.empty() && serving.empty()) serving = p.file;
+    if (fits && !p.path.empty() && p.loadable && serving.empty()) serving = p.file;
   }
   // A pinned plugin (--cuda-plugin) that the driver runs serves instead of the pick (one it does not run is the
   // driver_vs_runtime check's failure).

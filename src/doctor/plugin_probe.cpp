@@ -246,6 +246,11 @@ std::vector<PluginFileFacts> probe_plugin_files() {
       }
     }
     if (!f.path.empty()) {
+      // Loading runs no CUDA code (the runtime is linked statically and starts at the first call), so every
+      // installed plugin can be tried, not only the one the engine picks.
+      LoadedLib plugin = open_library(f.path);
+      f.loadable = plugin.ok();
+      f.load_error = plugin.error;
       f.build = read_build_marker(f.path);
       const int cublas_major = f.build.known ? f.build.cublas_version / 10000 : fl.cuda_major;
       f.cublas_soname = "libcublas.so." + std::to_string(cublas_major);
@@ -266,7 +271,9 @@ nlohmann::json to_json(const PluginFileFacts& f) {
                       {"cuda_major", f.cuda_major},
                       {"min_driver", f.min_driver},
                       {"installed", !f.path.empty()},
-                      {"path", f.path}};
+                      {"path", f.path},
+                      {"loadable", f.loadable}};
+  if (!f.load_error.empty()) j["load_error"] = f.load_error;
   if (f.build.known) {
     j["built_with"] = {{"cuda_runtime", f.build.cuda_runtime_version},
                        {"cublas", f.build.cublas_version},

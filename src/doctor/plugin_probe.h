@@ -67,6 +67,8 @@ struct PluginFileFacts {
   int min_driver_cuda = 0;  // the driver's CUDA version it needs, e.g. 11000
   std::string min_driver;   // "R450.80.02 (CUDA 11.0)"
   std::string path;         // "" when not installed
+  bool loadable = false;    // dlopen of the file succeeded (its libraries found; no CUDA call made)
+  std::string load_error;   // the dlopen text when not
   PluginBuild build;
   std::string cublas_soname, cublas_path, cublas_error;
 };

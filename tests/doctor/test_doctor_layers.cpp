@@ -76,6 +76,7 @@ PluginFileFacts plugin_file(int major, const std::string& path) {
                ""};
     p.cublas_soname = "libcublas.so." + std::to_string(major);
     p.cublas_path = "/usr/lib/libcublas.so." + std::to_string(major);
+    p.loadable = true;
   }
   return p;
 }
@@ -383,8 +384,8 @@ TEST(DoctorLayer2, PluginFilesAgainstTheDriver) {
   EXPECT_EQ(ok.status, CheckStatus::kPass);
   EXPECT_EQ(ok.summary,
             "libsteadyocr_cuda13.so serves: libsteadyocr_cuda13.so: /opt/steadyocr/bin/libsteadyocr_cuda13.so (CUDA "
-            "13.0, SASS 80,86,89,90, PTX 90), libcublas.so.13 found, the driver runs it; libsteadyocr_cuda11.so: not "
-            "installed, the driver runs it");
+            "13.0, SASS 80,86,89,90, PTX 90), libcublas.so.13 found, loads, the driver runs it; libsteadyocr_cuda11.so: "
+            "not installed, the driver runs it");
 
   // A CUDA 12.2 driver with both installed: the 11.8 plugin serves, the 13 one is named as needing R580.
   f.driver.driver_cuda_version = 12020;
@@ -393,7 +394,7 @@ TEST(DoctorLayer2, PluginFilesAgainstTheDriver) {
   EXPECT_EQ(r122.status, CheckStatus::kPass);
   EXPECT_EQ(r122.summary.rfind("libsteadyocr_cuda11.so serves: ", 0), 0u) << r122.summary;
   EXPECT_NE(r122.summary.find("libsteadyocr_cuda13.so: /opt/steadyocr/bin/libsteadyocr_cuda13.so (CUDA 13.0, SASS "
-                              "80,86,89,90, PTX 90), libcublas.so.13 found, needs a driver of R580 (CUDA 13.0)"),
+                              "80,86,89,90, PTX 90), libcublas.so.13 found, loads, needs a driver of R580 (CUDA 13.0)"),
             std::string::npos)
       << r122.summary;
 
@@ -419,6 +420,19 @@ TEST(DoctorLayer2, PluginFilesAgainstTheDriver) {
   EXPECT_EQ(pinned.status, CheckStatus::kPass);
   EXPECT_EQ(pinned.summary.rfind("libsteadyocr_cuda11.so serves: ", 0), 0u) << pinned.summary;
 
+  // An installed plugin that does not load (its cuBLAS missing) is passed over: the older one serves, if installed.
+  f.plugin.path = "/opt/steadyocr/bin/libsteadyocr_cuda13.so";
+  f.plugin.loaded = f.plugin.api_ok = false;  // the doctor's own load of it failed too
+  f.plugin_files[0].loadable = false;
+  f.plugin_files[0].load_error = "libcublas.so.13: cannot open shared object file: No such file or directory";
+  CheckResult broken = find_check(evaluate_layer2(f), "plugins");
+  EXPECT_EQ(broken.summary.rfind("libsteadyocr_cuda11.so serves: ", 0), 0u) << broken.summary;
+  EXPECT_NE(broken.summary.find("does not load (libcublas.so.13: cannot open shared object file"), std::string::npos)
+      << broken.summary;
+  f.plugin_files[0].loadable = true;
+  f.plugin_files[0].load_error.clear();
+  f.plugin.loaded = f.plugin.api_ok = true;
+
   // CUDA 10.2: older than every plugin.
   f.driver.driver_cuda_version = 10020;
   CheckResult old = find_check(evaluate_layer2(f), "plugins");
@@ -426,8 +440,8 @@ TEST(DoctorLayer2, PluginFilesAgainstTheDriver) {
   EXPECT_EQ(old.code, "L2_DRIVER_TOO_OLD");
   EXPECT_NE(old.summary.find("the driver supports CUDA 10.2, older than every CUDA plugin"), std::string::npos);
   EXPECT_NE(old.summary.find("libsteadyocr_cuda11.so: /opt/steadyocr/lib/steadyocr/libsteadyocr_cuda11.so (CUDA "
-                             "11.8, SASS 70,75,80,86,89,90, PTX 90), libcublas.so.11 found, needs a driver of "
-                             "R450.80.02 (CUDA 11.0)"),
+                             "11.8, SASS 70,75,80,86,89,90, PTX 90), libcublas.so.11 found, loads, needs a driver "
+                             "of R450.80.02 (CUDA 11.0)"),
             std::string::npos)
       << old.summary;
 }
