@@ -382,10 +382,11 @@ TEST(DoctorLayer2, PluginFilesAgainstTheDriver) {
   Layer2Facts f = healthy_l2();
   CheckResult ok = find_check(evaluate_layer2(f), "plugins");
   EXPECT_EQ(ok.status, CheckStatus::kPass);
-  EXPECT_EQ(ok.summary,
-            "libsteadyocr_cuda13.so serves: libsteadyocr_cuda13.so: /opt/steadyocr/bin/libsteadyocr_cuda13.so (CUDA "
-            "13.0, SASS 80,86,89,90, PTX 90), libcublas.so.13 found, loads, the driver runs it; libsteadyocr_cuda11.so: "
-            "not installed, the driver runs it");
+  EXPECT_EQ(
+      ok.summary,
+      "libsteadyocr_cuda13.so serves: libsteadyocr_cuda13.so: /opt/steadyocr/bin/libsteadyocr_cuda13.so (CUDA "
+      "13.0, SASS 80,86,89,90, PTX 90), libcublas.so.13 found, loads, the driver runs it; libsteadyocr_cuda11.so: "
+      "not installed, the driver runs it");
 
   // A CUDA 12.2 driver with both installed: the 11.8 plugin serves, the 13 one is named as needing R580.
   f.driver.driver_cuda_version = 12020;
