@@ -113,6 +113,26 @@ TEST_F(CliBench, JsonReportOnTheEngineImages) {
   EXPECT_GT(st["decode"]["mean"].get<double>(), 0);
   EXPECT_DOUBLE_EQ(st["cls"]["mean"].get<double>(), 0);  // no --cls
   EXPECT_GE(total, det + rec);
+  // --warmup 0: the first pass is the timed one, so it adds nothing over itself.
+  EXPECT_DOUBLE_EQ(j["first_pass_ms"].get<double>(), pass);
+  EXPECT_NEAR(j["new_shape_ms_per_image"].get<double>(), 0.0, 1e-3);
+  EXPECT_EQ(j["first_pass_stage_ms"]["samples"], n);
+  EXPECT_DOUBLE_EQ(j["first_pass_stage_ms"]["total"]["mean"].get<double>(), total);
+}
+
+// With a warm-up pass the first pass is that one: new shapes there, none in the timed one.
+TEST_F(CliBench, FirstPassIsReportedBesideTheSteadyOne) {
+  SO_REQUIRE_MODELS();
+  BenchRun r = steadyocr(bench("--backend cpu --repeat 1 --warmup 1 --json " + engine_dir() + "/doc_0000.jpg"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  const double first = j["first_pass_ms"], steady = j["pass_ms_median"];
+  EXPECT_GT(first, 0);
+  EXPECT_NEAR(j["new_shape_ms_per_image"].get<double>(), first - steady, 1e-3);
+  EXPECT_EQ(j["first_pass_stage_ms"]["samples"], 1);
+  EXPECT_EQ(j["stage_ms"]["samples"], 1);
+  EXPECT_GT(j["first_pass_stage_ms"]["total"]["median"].get<double>(), 0);
+  std::printf("first pass %.1f ms, steady %.1f ms\n", first, steady);
 }
 
 TEST_F(CliBench, TableAndFailedImages) {
@@ -121,8 +141,8 @@ TEST_F(CliBench, TableAndFailedImages) {
   BenchRun r = steadyocr(bench("--backend cpu --repeat 2 --warmup 0 " + engine_dir() + "/doc_0000.jpg " + bad));
   EXPECT_EQ(r.code, 1);
   EXPECT_NE(r.err.find("truncated.jpg"), std::string::npos) << r.err;
-  for (const char* s : {"2 images", "images/s", "startup", "det", "rec", "total", "results by backend: cpu 2",
-                        "backend events: none", "1 images failed"}) {
+  for (const char* s : {"2 images", "images/s", "startup", "first pass", "det", "rec", "total",
+                        "results by backend: cpu 2", "backend events: none", "1 images failed"}) {
     EXPECT_NE(r.out.find(s), std::string::npos) << s << " not in: " << r.out;
   }
   EXPECT_EQ(r.out.find("FELL BACK"), std::string::npos) << r.out;
