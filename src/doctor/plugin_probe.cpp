@@ -267,12 +267,9 @@ std::vector<PluginFileFacts> probe_plugin_files() {
 }
 
 nlohmann::json to_json(const PluginFileFacts& f) {
-  nlohmann::json j = {{"file", f.file},
-                      {"cuda_major", f.cuda_major},
-                      {"min_driver", f.min_driver},
-                      {"installed", !f.path.empty()},
-                      {"path", f.path},
-                      {"loadable", f.loadable}};
+  nlohmann::json j = {
+      {"file", f.file}, {"cuda_major", f.cuda_major}, {"min_driver", f.min_driver}, {"installed", !f.path.empty()},
+      {"path", f.path}, {"loadable", f.loadable}};
   if (!f.load_error.empty()) j["load_error"] = f.load_error;
   if (f.build.known) {
     j["built_with"] = {{"cuda_runtime", f.build.cuda_runtime_version},
