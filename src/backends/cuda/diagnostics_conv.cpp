@@ -43,21 +43,23 @@ struct CudnnConv {
     if (so_e_ != cudaSuccess) return cuda_failure(so_e_, #expr, ev); \
   } while (0)
 
+// The outcome of a cuDNN check where cuDNN did not load: the loader's finding and error.
+Outcome cudnn_unusable(const char* status, const std::string& prefix, json ev) {
+  ev["cudnn"] = cudnn_load().error;
+  Outcome o;
+  o.status = status;
+  o.code = cudnn_load().finding;
+  o.summary = prefix + cudnn_load().error;
+  o.evidence = std::move(ev);
+  return o;
+}
+
 }  // namespace
 
 Outcome run_cudnn_conv(const ConvShape& p, cudnnDataType_t type, const std::vector<float>& x,
                        const std::vector<float>& w, std::vector<float>* y, json ev) {
-  if (!cudnn_load().usable) {
-    // cuDNN is loaded at run time (cudnn_api.h): without it the check fails with the loader's finding, and the
-    // engine serves from a -nocudnn rung.
-    ev["cudnn"] = cudnn_load().error;
-    Outcome o;
-    o.status = "fail";
-    o.code = cudnn_load().finding;
-    o.summary = "cuDNN is not usable: " + cudnn_load().error;
-    o.evidence = ev;
-    return o;
-  }
+  // cuDNN is loaded at run time (cudnn_api.h): without it a convolution through it fails with the loader's finding.
+  if (!cudnn_load().usable) return cudnn_unusable("fail", "cuDNN is not usable: ", ev);
   CudnnConv d;
   bool half = type == CUDNN_DATA_HALF;
   size_t esize = half ? sizeof(__half) : sizeof(float);
@@ -148,15 +150,9 @@ Outcome compared(Outcome o, const std::string& what, const Comparison& c, double
 
 Outcome check_cudnn_conv(const json& args) {
   json ev;
+  // cuDNN is optional: the GPU serves without it (the -nocudnn rung), so the check only warns.
   if (!cudnn_load().usable) {
-    // cuDNN is optional: the GPU serves without it (the -nocudnn rung); a warning with the loader's finding.
-    ev["cudnn"] = cudnn_load().error;
-    Outcome o;
-    o.status = "warn";
-    o.code = cudnn_load().finding;
-    o.summary = "cuDNN is not usable, convolutions run without it (im2col/col2im + cuBLAS): " + cudnn_load().error;
-    o.evidence = ev;
-    return o;
+    return cudnn_unusable("warn", "cuDNN is not usable, convolutions run without it (im2col/col2im + cuBLAS): ", ev);
   }
   cudaError_t e = use_device(args.value("device", 0), &ev);
   if (e != cudaSuccess) return cuda_failure(e, "cudaSetDevice", ev);

@@ -141,14 +141,9 @@ Status build_conv(PlanBuilder& b, const graph::Node& n) {
     p.pad_w = a.pads[1];
   }
   // cuDNN's part first, before anything is added to the plan: a shape it cannot plan runs on our own kernels.
-  Status planned = injected_no_algo(b);
-  if (planned.is_ok()) planned = make_conv_descriptors(p, &step->desc);
-  if (planned.is_ok()) {
-    auto algo = choose_conv_algo(b.device(), b.cudnn(), p, &step->desc);
-    if (algo.is_ok()) step->algo = *algo;
-    planned = algo.status();
+  if (Status planned = plan_with_cudnn(b, p, &step->desc, &step->algo); !planned.is_ok()) {
+    return conv_fallback(b, n, planned, /*transposed=*/false);
   }
-  if (!planned.is_ok()) return conv_fallback(b, n, planned, /*transposed=*/false);
   ASSIGN_OR_RETURN(step->x, b.input(xv, dt));
   if (step->padded) step->x_padded.ref = b.scratch(step->x_padded.nbytes());
   b.need_workspace(step->algo.workspace);

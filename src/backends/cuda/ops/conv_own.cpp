@@ -337,10 +337,14 @@ Status build_conv_transpose_without_cudnn(PlanBuilder& b, const graph::Node& n, 
   return Status::ok();
 }
 
-Status injected_no_algo(PlanBuilder& b) {
-  if (!faults::on_conv_plan(model_role(b.graph()))) return Status::ok();
-  return gpu_status(CUDNN_STATUS_NOT_SUPPORTED, "cudnnGetConvolutionForwardAlgorithm_v7 [injected cudnn_no_algo]",
-                    __FILE__, __LINE__);
+Status plan_with_cudnn(PlanBuilder& b, const ConvProblem& p, ConvDescriptors* d, ConvAlgoChoice* algo) {
+  if (faults::on_conv_plan(model_role(b.graph()))) {
+    return gpu_status(CUDNN_STATUS_NOT_SUPPORTED, "cudnnGetConvolutionForwardAlgorithm_v7 [injected cudnn_no_algo]",
+                      __FILE__, __LINE__);
+  }
+  RETURN_IF_ERROR(make_conv_descriptors(p, d));
+  ASSIGN_OR_RETURN(*algo, choose_conv_algo(b.device(), b.cudnn(), p, d));
+  return Status::ok();
 }
 
 Status conv_fallback(PlanBuilder& b, const graph::Node& n, const Status& cudnn_error, bool transposed) {

@@ -2,6 +2,7 @@
 // cuDNN.
 #pragma once
 
+#include "backends/cuda/ops/cudnn_util.h"
 #include "backends/cuda/plan.h"
 #include "backends/cuda/plan_builder.h"
 #include "graph/ir.h"
@@ -28,7 +29,8 @@ Status build_conv_transpose_without_cudnn(PlanBuilder& b, const graph::Node& n, 
 // steadyocr_cuda_conv_cudnn_fallbacks_total{op}. Errors that are not cuDNN's (out of memory, a lost context, a
 // malformed node) are returned as they are.
 Status conv_fallback(PlanBuilder& b, const graph::Node& n, const Status& cudnn_error, bool transposed);
-// Whether the fault injector says cuDNN "has no algorithm" for this convolution (fault kind cudnn_no_algo).
-Status injected_no_algo(PlanBuilder& b);
+// cuDNN's part of a convolution's plan, which adds nothing to the plan: the descriptors and the algorithm (the fault
+// kind cudnn_no_algo makes it fail as a cuDNN without an algorithm for the shape would).
+Status plan_with_cudnn(PlanBuilder& b, const ConvProblem& p, ConvDescriptors* d, ConvAlgoChoice* algo);
 
 }  // namespace steadyocr::cuda
