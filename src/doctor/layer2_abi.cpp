@@ -43,6 +43,9 @@ CheckResult check_plugin(const PluginFacts& p) {
 // Every plugin flavour: installed or not, built with what, whether the driver runs it, its cuBLAS found.
 CheckResult check_plugin_files(const Layer2Facts& f) {
   nlohmann::json ev;
+  if (f.plugin_files.empty()) {
+    return pass(2, "plugins", "not probed (the engine's pre-flight checks only the plugin it loads)", ev);
+  }
   ev["plugins"] = nlohmann::json::array();
   for (const auto& p : f.plugin_files) ev["plugins"].push_back(to_json(p));
   const int drv = f.driver.driver_cuda_version;
@@ -362,11 +365,11 @@ PluginBuild effective_build(const PluginFacts& plugin) {
   return b;
 }
 
-Layer2Facts probe_layer2(const DriverFacts& driver, bool query_runtime) {
+Layer2Facts probe_layer2(const DriverFacts& driver, bool query_runtime, bool every_plugin) {
   Layer2Facts f;
   f.driver = driver;
   f.plugin = probe_plugin();  // first, so the library probes below return the files the plugin itself uses
-  f.plugin_files = probe_plugin_files();
+  if (every_plugin) f.plugin_files = probe_plugin_files();
   PluginBuild build = effective_build(f.plugin);
   f.cudnn = probe_cudnn(cudnn_version(build.cudnn_version).major);
   f.cublas = probe_cublas(cublas_version(build.cublas_version).major);

@@ -27,7 +27,10 @@ struct Layer2Facts {
 };
 // Loads the plugin, then cuDNN and cuBLAS by the sonames the plugin links, then (when `query_runtime`)
 // asks the plugin's CUDA runtime, which initialises it in this process.
-Layer2Facts probe_layer2(const DriverFacts& driver, bool query_runtime);
+// `every_plugin` false leaves plugin_files empty (the check "plugins" then says it was not probed): the engine's
+// pre-flight, which runs at every GPU rung start and re-probe, needs only the plugin it loads, not a dlopen of each
+// installed one with its cuBLAS.
+Layer2Facts probe_layer2(const DriverFacts& driver, bool query_runtime, bool every_plugin = true);
 std::vector<CheckResult> evaluate_layer2(const Layer2Facts& facts);
 
 // What the plugin was built against, from the plugin or, when it says nothing, the release defaults.

@@ -69,7 +69,8 @@ Status gpu_preflight() {
   bool l1_ok = true;
   for (auto& c : checks) l1_ok &= c.status != doctor::CheckStatus::kFail;
   if (l1_ok) {
-    auto l2 = doctor::evaluate_layer2(doctor::probe_layer2(l1.driver, /*query_runtime=*/false));
+    auto l2 = doctor::evaluate_layer2(doctor::probe_layer2(l1.driver, /*query_runtime=*/false,
+                                                           /*every_plugin=*/false));
     checks.insert(checks.end(), l2.begin(), l2.end());
   }
   for (auto& c : checks) {

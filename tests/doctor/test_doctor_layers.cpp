@@ -434,6 +434,14 @@ TEST(DoctorLayer2, PluginFilesAgainstTheDriver) {
   f.plugin_files[0].load_error.clear();
   f.plugin.loaded = f.plugin.api_ok = true;
 
+  // Not probed (the engine's pre-flight): nothing to judge, and nothing fails for it.
+  Layer2Facts unprobed = healthy_l2();
+  unprobed.plugin_files.clear();
+  CheckResult none_probed = find_check(evaluate_layer2(unprobed), "plugins");
+  EXPECT_EQ(none_probed.status, CheckStatus::kPass);
+  EXPECT_NE(none_probed.summary.find("not probed"), std::string::npos) << none_probed.summary;
+  EXPECT_EQ(summarize_layer(evaluate_layer2(unprobed)), summarize_layer(evaluate_layer2(healthy_l2())));
+
   // CUDA 10.2: older than every plugin.
   f.driver.driver_cuda_version = 10020;
   CheckResult old = find_check(evaluate_layer2(f), "plugins");
