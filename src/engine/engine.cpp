@@ -5,6 +5,7 @@
 #include "core/log.h"
 #include "core/metrics.h"
 #include "core/parallel.h"
+#include "runtime/vulkan_plugin.h"
 
 namespace steadyocr::engine {
 
@@ -54,12 +55,12 @@ Result<std::unique_ptr<OcrEngine>> OcrEngine::create(const EngineOptions& option
   if (rungs.empty()) {
     if (options.backend == "auto" || options.backend.empty()) {
       for (auto& r : default_ladder()) {
-        if (!options.require_gpu || is_gpu_rung(r)) rungs.push_back(r);
+        if (!options.require_gpu || is_device_rung(r)) rungs.push_back(r);
       }
     } else {
-      if (options.require_gpu && !is_gpu_rung(options.backend)) {
+      if (options.require_gpu && !is_device_rung(options.backend)) {
         return invalid_argument("--require-gpu with --backend " + options.backend +
-                                ": pin a cuda-* backend or drop --require-gpu");
+                                ": pin a cuda-* or the vulkan backend, or drop --require-gpu");
       }
       rungs.push_back(options.backend);
     }
@@ -82,6 +83,14 @@ Result<std::unique_ptr<OcrEngine>> OcrEngine::create(const EngineOptions& option
       log::info("engine", "{} not tried at start: the CUDA rungs above failed for a cause cuDNN does not explain ({})",
                 r, ruled_out.back().second.code);
       continue;
+    }
+    if (options.ladder.empty() && r == "vulkan") {
+      std::string why;
+      if (runtime::vulkan_ladder_device(&why) < 0) {
+        // No Vulkan GPU here (no plugin, no loader or driver, or only lavapipe): nothing for the rung to serve on.
+        log::info("engine", "vulkan not tried at start: {}", why);
+        continue;
+      }
     }
     Status s = e->qualify(r);
     if (s.is_ok()) {

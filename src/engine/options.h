@@ -20,14 +20,18 @@ namespace steadyocr::engine {
 // cost more per new input shape, and the GPU part is not the bottleneck yet); fp16 stays next, for its smaller
 // footprint, and `--backend cuda-fp16` pins it. cuda-fp32-nocudnn (every convolution as im2col/col2im + cuBLAS) keeps
 // the GPU when cuDNN is missing, of another major or CUDA, or fails the self-test: the plugin loads cuDNN at run time,
-// so a cuDNN problem costs the cuDNN rungs only (0.95-0.98x the speed, docs/BENCHMARKS.md).
+// so a cuDNN problem costs the cuDNN rungs only (0.95-0.98x the speed, docs/BENCHMARKS.md). vulkan (compute shaders
+// through the Vulkan driver, no CUDA at all) keeps the GPU when the CUDA stack itself is out (driver/runtime
+// mismatch, no CUDA plugin for the card); a Vulkan device that is a CPU implementation (lavapipe) is not put on the
+// ladder (runtime/vulkan_plugin.h: vulkan_ladder_device).
 inline const std::vector<std::string>& default_ladder() {
-  static const std::vector<std::string> kLadder = {"cuda-fp32", "cuda-fp16", "cuda-fp32-nocudnn", "cpu", "reference"};
+  static const std::vector<std::string> kLadder = {"cuda-fp32", "cuda-fp16", "cuda-fp32-nocudnn",
+                                                   "vulkan",    "cpu",       "reference"};
   return kLadder;
 }
 inline const std::vector<std::string>& known_rungs() {
   static const std::vector<std::string> kRungs = {"cuda-fp32", "cuda-fp16", "cuda-fp32-nocudnn", "cuda-fp16-nocudnn",
-                                                  "cpu",       "reference", "cpu-worker"};
+                                                  "vulkan",    "cpu",       "reference",         "cpu-worker"};
   return kRungs;
 }
 
@@ -35,7 +39,8 @@ struct EngineOptions {
   pipeline::ModelPaths models;
   pipeline::PipelineOptions pipeline;
   pipeline::DecodeLimits limits;
-  // "auto": the ladder cuda-fp32 → cuda-fp16 → cuda-fp32-nocudnn → cpu → reference; a rung name pins that one rung.
+  // "auto": the ladder cuda-fp32 → cuda-fp16 → cuda-fp32-nocudnn → vulkan → cpu → reference; a rung name pins that one
+  // rung.
   std::string backend = "auto";
   bool require_gpu = false;     // GPU unavailability is an error carrying the doctor's finding, never a fallback
   size_t gpu_mem_mb = 0;        // device memory budget for the CUDA backend (0 = none)
@@ -58,7 +63,9 @@ struct EngineOptions {
 
 // Rungs of the ladder by kind.
 bool is_gpu_rung(const std::string& rung);
-bool is_worker_rung(const std::string& rung);  // cuda-* and the test rung cpu-worker
+bool is_worker_rung(const std::string& rung);  // cuda-*, vulkan and the test rung cpu-worker
+// Rungs whose work waits on a device (cuda-*, vulkan): one image in flight per core in their worker.
+bool is_device_rung(const std::string& rung);
 // Images sent to a worker rung's process at once, and how many of them it reads in parallel.
 int worker_in_flight(const EngineOptions& options, const std::string& rung);
 int worker_jobs(const EngineOptions& options, const std::string& rung);

@@ -12,6 +12,7 @@
 #include "pipeline/det_preprocess.h"
 #include "runtime/backend_registry.h"
 #include "runtime/cuda_plugin.h"
+#include "runtime/vulkan_plugin.h"
 
 namespace steadyocr::engine {
 namespace {
@@ -82,6 +83,19 @@ Status gpu_preflight() {
   return Status::ok();
 }
 
+Status vulkan_preflight(bool on_ladder) {
+  const runtime::VulkanPluginStatus& st = runtime::vulkan_plugin_status();
+  if (!st.loaded || st.devices.empty()) {
+    const std::string code = !st.finding.empty() ? st.finding : "L2_VULKAN_PLUGIN_MISSING";
+    return Status(StatusCode::kUnavailable, st.error, {code, st.error, ""});
+  }
+  std::string why;
+  if (on_ladder && runtime::vulkan_ladder_device(&why) < 0) {
+    return Status(StatusCode::kUnavailable, why, {"L1_VULKAN_CPU_DEVICE_ONLY", why, ""});
+  }
+  return Status::ok();
+}
+
 Result<std::unique_ptr<pipeline::Pipeline>> build_rung_pipeline(const std::string& backend_name,
                                                                 const EngineOptions& options,
                                                                 const std::shared_ptr<FaultInjector>& injector,
@@ -110,6 +124,10 @@ Result<std::unique_ptr<pipeline::Pipeline>> build_rung_pipeline(const std::strin
       if (!s.is_ok()) log::warn("fault", "could not arm {} in the CUDA plugin: {}", k, s.message());
       return s.is_ok();
     });
+  } else if (backend_name == "vulkan") {
+    runtime::BackendOptions bo;
+    bo.gpu_memory_budget_bytes = options.gpu_mem_mb * (size_t{1} << 20);
+    ASSIGN_OR_RETURN(backend, runtime::create_backend(backend_name, bo));
   } else {
     ASSIGN_OR_RETURN(backend, runtime::create_backend(backend_name));
   }

@@ -67,6 +67,9 @@ std::unique_ptr<Rung> make_rung(const std::string& name, const EngineOptions& op
 // Layers 1-2 of the doctor without initialising CUDA in this process: the first failing check as a kUnavailable
 // status carrying its finding, or OK.
 Status gpu_preflight();
+// The vulkan rung's pre-flight: the plugin loaded and a device usable; `on_ladder` (--backend auto) also refuses a
+// Vulkan device that is a CPU implementation unless STEADYOCR_VULKAN_CPU_DEVICES=1.
+Status vulkan_preflight(bool on_ladder);
 
 // Loads the models on `backend_name` (faults from `injector` injected into every model call, out-of-memory recovery
 // around each model) and, when options.self_test, compares each model's output with the reference backend on fixed

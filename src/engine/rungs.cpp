@@ -98,6 +98,7 @@ class WorkerRung : public Rung {
       metrics::set_gauge("steadyocr_gpu_memory_budget_bytes", {{"rung", name()}},
                          static_cast<double>(options_.gpu_mem_mb) * 1024 * 1024);
     }
+    if (name() == "vulkan") RETURN_IF_ERROR(vulkan_preflight(options_.backend.empty() || options_.backend == "auto"));
     std::lock_guard<std::mutex> lock(mu_);
     if (!supervisor_) {
       SupervisorOptions so;
@@ -205,17 +206,20 @@ bool is_gpu_rung(const std::string& rung) {
   return rung.rfind("cuda", 0) == 0;
 }
 bool is_worker_rung(const std::string& rung) {
-  return is_gpu_rung(rung) || rung == "cpu-worker";
+  return is_device_rung(rung) || rung == "cpu-worker";
+}
+bool is_device_rung(const std::string& rung) {
+  return is_gpu_rung(rung) || rung == "vulkan";
 }
 int worker_in_flight(const EngineOptions& options, const std::string& rung) {
   if (options.worker_concurrency > 0) return options.worker_concurrency;
   // GPU rungs: one image per core (measured on the 16-core H200 host: 16 in flight beat 8 and 32).
-  return is_gpu_rung(rung) ? std::max(4, num_threads()) : 4;
+  return is_device_rung(rung) ? std::max(4, num_threads()) : 4;
 }
 int worker_jobs(const EngineOptions& options, const std::string& rung) {
   // A GPU worker's jobs spend most of their time waiting for the device or in short host stages: one thread per
   // image in flight keeps the device's streams busy. A CPU worker's jobs each use every core.
-  return is_gpu_rung(rung) ? worker_in_flight(options, rung) : 2;
+  return is_device_rung(rung) ? worker_in_flight(options, rung) : 2;
 }
 std::string backend_of_rung(const std::string& rung) {
   return rung == "cpu-worker" ? "cpu" : rung;

@@ -1,12 +1,24 @@
 #include "runtime/backend_registry.h"
 
+#include <cstdlib>
+
 #include "backends/reference/reference_backend.h"
 #include "runtime/cuda_plugin.h"
+#include "runtime/vulkan_plugin.h"
 #ifdef STEADYOCR_HAVE_ONEDNN
 #include "backends/cpu/cpu_backend.h"
 #endif
 
 namespace steadyocr::runtime {
+
+int vulkan_device() {
+  if (const char* v = std::getenv("STEADYOCR_VULKAN_DEVICE"); v && *v) return std::atoi(v);
+  const auto& devices = vulkan_plugin_status().devices;
+  for (size_t i = 0; i < devices.size(); ++i) {
+    if (!vulkan_device_is_cpu(devices[i])) return static_cast<int>(i);
+  }
+  return 0;
+}
 
 std::vector<std::string> available_backends() {
   std::vector<std::string> names;
@@ -20,6 +32,9 @@ std::vector<std::string> available_backends() {
     names.push_back("cuda-fp32-nocudnn");
     names.push_back("cuda-fp16-nocudnn");
   }
+  // Every Vulkan device counts here, lavapipe included (the op cases and tests run on it); the ladder is choosier
+  // (vulkan_ladder_device).
+  if (!vulkan_plugin_status().devices.empty()) names.push_back("vulkan");
 #ifdef STEADYOCR_HAVE_ONEDNN
   names.push_back("cpu");
 #endif
@@ -40,6 +55,7 @@ Result<std::shared_ptr<Backend>> create_backend(const std::string& name, const B
     return create_cuda_backend(config);
   }
   if (name == "reference") return std::shared_ptr<Backend>(make_reference_backend());
+  if (name == "vulkan") return create_vulkan_backend(vulkan_device(), options.gpu_memory_budget_bytes);
 #ifdef STEADYOCR_HAVE_ONEDNN
   if (name == "cpu") return std::shared_ptr<Backend>(make_cpu_backend());
 #else

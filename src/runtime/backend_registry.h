@@ -14,6 +14,9 @@ namespace steadyocr::runtime {
 // Names that can be created in this build on this machine, best first (e.g. {"cuda-fp32", "cuda-fp16", "cpu",
 // "reference"}; the cuda ones only when the plugin loads and a device is present).
 std::vector<std::string> available_backends();
+// The Vulkan device "vulkan" runs on: $STEADYOCR_VULKAN_DEVICE (an index among the usable devices), else the first
+// that is not a CPU implementation, else 0.
+int vulkan_device();
 // Creates a backend; a name that is unknown or unavailable is an error that says why.
 Result<std::shared_ptr<Backend>> create_backend(const std::string& name);
 

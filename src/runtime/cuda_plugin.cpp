@@ -13,28 +13,10 @@
 
 #include "backends/cuda/plugin_abi.h"
 #include "core/log.h"
+#include "runtime/plugin_common.h"
 
 namespace steadyocr::runtime {
 namespace {
-
-bool is_file(const std::string& p) {
-  struct stat st;
-  return ::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode);
-}
-
-bool is_dir(const std::string& p) {
-  struct stat st;
-  return ::stat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
-}
-
-std::string exe_dir() {
-  char buf[PATH_MAX];
-  ssize_t n = ::readlink("/proc/self/exe", buf, sizeof(buf) - 1);
-  if (n <= 0) return "";
-  std::string p(buf, static_cast<size_t>(n));
-  auto slash = p.rfind('/');
-  return slash == std::string::npos ? "" : p.substr(0, slash);
-}
 
 // Advice for the most common dlopen failures.
 std::string advice_for(const std::string& dl_error) {
@@ -216,16 +198,7 @@ std::vector<std::string> cuda_plugin_candidates(const CudaPluginChoice& choice, 
       c.push_back(e);  // listed first, then every default place
     }
   }
-  std::string dir = exe_dir();
-  if (!dir.empty()) {
-    dirs.push_back(dir);
-    auto slash = dir.rfind('/');
-    if (slash != std::string::npos && slash > 0) {
-      dirs.push_back(dir.substr(0, slash));
-      // The installed layout (cmake/Install.cmake): bin/steadyocr and lib/steadyocr/libsteadyocr_cuda13.so.
-      dirs.push_back(dir.substr(0, slash) + "/lib/steadyocr");
-    }
-  }
+  for (const std::string& d : plugin_dirs()) dirs.push_back(d);
   for (const auto& file : choice.files) {
     for (const auto& d : dirs) c.push_back(d + "/" + file);
     c.push_back(file);
@@ -309,67 +282,6 @@ cuda::BackendConfig cuda_backend_config(const std::string& precision, size_t mem
   return c;
 }
 
-Status status_from_plugin(const SoPluginStatus& status) {
-  if (status.code == 0) return Status::ok();
-  StatusCode code = StatusCode::kInternal;
-  if (status.code > 0 && status.code <= static_cast<int>(StatusCode::kInternal)) {
-    code = static_cast<StatusCode>(status.code);
-  }
-  std::string message(status.message, strnlen(status.message, sizeof(status.message)));
-  std::string finding(status.finding, strnlen(status.finding, sizeof(status.finding)));
-  if (message.empty()) message = "the CUDA plugin gave no reason";
-  if (finding.empty()) return Status(code, std::move(message));
-  return Status(code, message, {finding, message, ""});  // the fix comes from the knowledge base (doctor/)
-}
-
-namespace {
-
-// A prepared graph inside the plugin, reached through the table.
-class PluginPreparedGraph final : public PreparedGraph {
- public:
-  PluginPreparedGraph(const SteadyocrPluginApi* api, void* handle) : api_(api), handle_(handle) {}
-  ~PluginPreparedGraph() override { api_->destroy_prepared(handle_); }
-  Status run(const std::vector<Tensor>& inputs, std::vector<Tensor>* outputs) override {
-    SoPluginStatus st{};
-    api_->run(handle_, &inputs, outputs, &st);
-    return status_from_plugin(st);
-  }
-  size_t workspace_bytes() const override { return api_->workspace_bytes(handle_); }
-
- private:
-  const SteadyocrPluginApi* api_;
-  void* handle_;
-};
-
-// A backend inside the plugin, reached through the table; name and device info are fixed at creation.
-class PluginBackend final : public Backend {
- public:
-  PluginBackend(const SteadyocrPluginApi* api, void* handle, std::string name, DeviceInfo info)
-      : api_(api), handle_(handle), name_(std::move(name)), info_(std::move(info)) {}
-  ~PluginBackend() override { api_->destroy_backend(handle_); }
-  std::string name() const override { return name_; }
-  DeviceInfo device_info() const override { return info_; }
-  bool supports(const graph::Node& node) const override { return api_->supports(handle_, &node) != 0; }
-  Result<std::unique_ptr<PreparedGraph>> prepare(const graph::Graph& graph) override {
-    SoPluginStatus st{};
-    void* prepared = nullptr;
-    api_->prepare(handle_, &graph, &prepared, &st);
-    if (st.code != 0 || !prepared) {
-      if (st.code == 0) return internal_error("the CUDA plugin prepared no graph and gave no reason");
-      return status_from_plugin(st);
-    }
-    return std::unique_ptr<PreparedGraph>(new PluginPreparedGraph(api_, prepared));
-  }
-
- private:
-  const SteadyocrPluginApi* api_;
-  void* handle_;
-  std::string name_;
-  DeviceInfo info_;
-};
-
-}  // namespace
-
 Result<std::shared_ptr<Backend>> create_plugin_backend(const SteadyocrPluginApi* api,
                                                        const cuda::BackendConfig& config) {
   if (!api) return unavailable("the CUDA plugin is not loaded");
@@ -383,7 +295,8 @@ Result<std::shared_ptr<Backend>> create_plugin_backend(const SteadyocrPluginApi*
     if (st.code == 0) return internal_error("the CUDA plugin created no backend and gave no reason");
     return status_from_plugin(st);
   }
-  return std::shared_ptr<Backend>(new PluginBackend(api, handle, name, std::move(info)));
+  return std::shared_ptr<Backend>(
+      new TableBackend<SteadyocrPluginApi>(api, handle, name, std::move(info), "the CUDA plugin"));
 }
 
 Result<std::shared_ptr<Backend>> create_cuda_backend(const cuda::BackendConfig& config) {

@@ -11,6 +11,7 @@
 #include "backends/cuda/backend_config.h"
 #include "backends/cuda/plugin_api.h"
 #include "core/status.h"
+#include "runtime/plugin_common.h"
 
 namespace steadyocr::runtime {
 
@@ -83,9 +84,7 @@ Result<std::shared_ptr<Backend>> create_cuda_backend(const cuda::BackendConfig& 
 Result<std::shared_ptr<Backend>> create_plugin_backend(const SteadyocrPluginApi* api,
                                                        const cuda::BackendConfig& config);
 
-// The Status of a call into the plugin, carrying the plugin's finding (the doctor's code naming the cause; its fix is
-// the knowledge base's).
-Status status_from_plugin(const SoPluginStatus& status);
+// status_from_plugin (a call's Status with the plugin's finding) is in runtime/plugin_common.h.
 
 // Fault injection inside the plugin (docs/FAULTS.md); "" clears.
 Status set_cuda_fault(const std::string& spec);

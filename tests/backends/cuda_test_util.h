@@ -31,7 +31,7 @@ inline std::shared_ptr<Backend> cuda_backend_or_null(const std::string& name, st
 #define SO_CUDA_BACKEND_OR_SKIP(var, name)                                  \
   std::string so_why_##var;                                                 \
   std::shared_ptr<Backend> var = cuda_backend_or_null(name, &so_why_##var); \
-  if (!var) GTEST_SKIP() << "no CUDA device: " << so_why_##var
+  if (!var) GTEST_SKIP() << name << " unavailable (no device): " << so_why_##var
 
 // The model file, imported, specialised for `shape` and optimised as the runtime does.
 inline Result<graph::Graph> optimized_model(const std::string& file, const Shape& shape) {

@@ -1,5 +1,6 @@
-// The CUDA backends on the real models: golden outputs (fp32 and reduced precision), and a per-node comparison
-// with the reference backend that names the first op that goes wrong. Skips where no CUDA device is usable.
+// The device backends (CUDA, Vulkan) on the real models: golden outputs (fp32 and reduced precision), and a per-node
+// comparison with the reference backend that names the first op that goes wrong. Skips where the backend is not
+// usable (no CUDA device; no Vulkan device — Mesa's lavapipe gives CI one, so the Vulkan tests run there).
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -207,6 +208,20 @@ TEST(CudaModels, PerNodeRecFp32) {
 TEST(CudaModels, PerNodeClsFp32) {
   per_node("cuda-fp32", kClsModel, "cls_input", 1e-7);
 }
+// The Vulkan backend: the same bars as cuda-fp32 (the NMSE < 1e-6 in fp32 against the reference).
+TEST(VulkanModels, GoldenFp32) {
+  check_golden("vulkan", {1e-6, 1.0, 4.0 / (1 << 24), 1e-9});
+}
+TEST(VulkanModels, PerNodeDetFp32) {
+  per_node("vulkan", kDetModel, "det_input", 1e-7);
+}
+TEST(VulkanModels, PerNodeRecFp32) {
+  per_node("vulkan", kRecModel, "rec_input", 1e-7);
+}
+TEST(VulkanModels, PerNodeClsFp32) {
+  per_node("vulkan", kClsModel, "cls_input", 1e-7);
+}
+
 TEST(CudaModels, PerNodeDetFp16) {
   per_node("cuda-fp16", kDetModel, "det_input", 3e-3);
 }

@@ -7,6 +7,7 @@
 
 #include <cmath>
 
+#include "backends/common/resize_axis.h"
 #include "backends/cpu/cpu_parallel.h"
 #include "backends/cpu/ops.h"
 #include "backends/cpu/vec_math.h"
@@ -14,74 +15,14 @@
 namespace steadyocr::cpu {
 namespace {
 
-using graph::ResizeCoord;
-using graph::ResizeNearest;
-
-float source_coordinate(ResizeCoord mode, int64_t i, float scale, int64_t in_len, int64_t out_len) {
-  const float o = static_cast<float>(i);
-  switch (mode) {
-    case ResizeCoord::kHalfPixel:
-      return (o + 0.5f) / scale - 0.5f;
-    case ResizeCoord::kPytorchHalfPixel:
-      return out_len > 1 ? (o + 0.5f) / scale - 0.5f : 0.f;
-    case ResizeCoord::kAlignCorners:
-      return out_len == 1 ? 0.f : o * static_cast<float>(in_len - 1) / static_cast<float>(out_len - 1);
-    case ResizeCoord::kAsymmetric:
-    default:
-      return o / scale;
-  }
-}
-
-int64_t round_nearest(ResizeNearest mode, float c, int64_t in_len) {
-  float f = std::floor(c), r;
-  switch (mode) {
-    case ResizeNearest::kFloor:
-      r = f;
-      break;
-    case ResizeNearest::kCeil:
-      r = std::ceil(c);
-      break;
-    case ResizeNearest::kRoundPreferFloor:
-      r = c - f == 0.5f ? f : std::round(c);
-      break;
-    case ResizeNearest::kRoundPreferCeil:
-    default:
-      r = c - f == 0.5f ? f + 1.f : std::round(c);
-      break;
-  }
-  return std::clamp<int64_t>(static_cast<int64_t>(r), 0, in_len - 1);
-}
-
-struct Axis {
-  std::vector<int64_t> i0, i1;
-  std::vector<float> t;
-};
-
-Axis make_axis(const graph::ResizeAttrs& a, float scale, int64_t in_len, int64_t out_len) {
-  Axis ax;
-  for (int64_t i = 0; i < out_len; ++i) {
-    float c = source_coordinate(a.coord, i, scale, in_len, out_len);
-    if (a.mode == graph::ResizeMode::kNearest) {
-      ax.i0.push_back(round_nearest(a.nearest, c, in_len));
-      ax.i1.push_back(ax.i0.back());
-      ax.t.push_back(0.f);
-    } else {
-      c = std::clamp(c, 0.f, static_cast<float>(in_len - 1));
-      auto i0 = static_cast<int64_t>(c);
-      ax.i0.push_back(i0);
-      ax.i1.push_back(std::min(i0 + 1, in_len - 1));
-      ax.t.push_back(c - static_cast<float>(i0));
-    }
-  }
-  return ax;
-}
+using common::ResizeAxis;
 
 struct Geometry {
   int64_t planes, ih, iw, oh, ow, vec;  // planes of [H, W, vec] floats
 };
 
-SO_CPU_CLONES void resize_planes(const float* x, float* y, const Geometry& g, const Axis& ay, const Axis& ax,
-                                 bool linear, int64_t p0, int64_t p1) {
+SO_CPU_CLONES void resize_planes(const float* x, float* y, const Geometry& g, const ResizeAxis& ay,
+                                 const ResizeAxis& ax, bool linear, int64_t p0, int64_t p1) {
   const int64_t v = g.vec, row_in = g.iw * v, row_out = g.ow * v;
   for (int64_t p = p0; p < p1; ++p) {
     const float* xp = x + p * g.ih * row_in;
@@ -116,7 +57,7 @@ SO_CPU_CLONES void resize_planes(const float* x, float* y, const Geometry& g, co
 
 class Resize4dOp : public CpuOp {
  public:
-  Resize4dOp(int in, int out, Geometry g, Axis ay, Axis ax, bool linear, std::string label)
+  Resize4dOp(int in, int out, Geometry g, ResizeAxis ay, ResizeAxis ax, bool linear, std::string label)
       : in_(in), out_(out), g_(g), ay_(std::move(ay)), ax_(std::move(ax)), linear_(linear), label_(std::move(label)) {}
   Status run(RunContext& ctx) override {
     const float* x = ctx.f32(in_);
@@ -129,7 +70,7 @@ class Resize4dOp : public CpuOp {
  private:
   int in_, out_;
   Geometry g_;
-  Axis ay_, ax_;
+  ResizeAxis ay_, ax_;
   bool linear_;
   std::string label_;
 };
@@ -137,7 +78,7 @@ class Resize4dOp : public CpuOp {
 // Nearest over any axes on plain tensors: per-axis source tables, gather by rows.
 class ResizeNearestOp : public CpuOp {
  public:
-  ResizeNearestOp(int in, int out, Shape in_shape, Shape out_shape, std::vector<Axis> axes)
+  ResizeNearestOp(int in, int out, Shape in_shape, Shape out_shape, std::vector<ResizeAxis> axes)
       : in_(in), out_(out), xs_(std::move(in_shape)), ys_(std::move(out_shape)), axes_(std::move(axes)) {}
   Status run(RunContext& ctx) override {
     const float* x = ctx.f32(in_);
@@ -162,7 +103,7 @@ class ResizeNearestOp : public CpuOp {
  private:
   int in_, out_;
   Shape xs_, ys_;
-  std::vector<Axis> axes_;
+  std::vector<ResizeAxis> axes_;
 };
 
 }  // namespace
@@ -184,12 +125,12 @@ Status build_resize(PlanBuilder& b, const graph::Node& n) {
   if (!scales.empty() && static_cast<int>(scales.size()) != rank) {
     return invalid_argument(fmt::format("Resize has {} scales for rank {}", scales.size(), rank));
   }
-  std::vector<Axis> axes;
+  std::vector<ResizeAxis> axes;
   for (int d = 0; d < rank; ++d) {
     if (xs[d] == 0) return invalid_argument("Resize of an empty axis");
     float sc = !scales.empty() ? scales[d] : static_cast<float>(ys[d]) / static_cast<float>(xs[d]);
     if (!(sc > 0.f)) return invalid_argument(fmt::format("Resize scale {} on axis {} must be positive", sc, d));
-    axes.push_back(make_axis(a, sc, xs[d], ys[d]));
+    axes.push_back(common::resize_axis(a, sc, xs[d], ys[d]));
   }
   const bool linear = a.mode == graph::ResizeMode::kLinear;
   if (shape_numel(ys) == 0) {

@@ -13,6 +13,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "backends/common/plugin_status.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -55,12 +57,7 @@ typedef struct SoPluginDeviceInfo {
   int ecc_enabled;
 } SoPluginDeviceInfo;
 
-/* The outcome of a call into the plugin. */
-typedef struct SoPluginStatus {
-  int code;           /* steadyocr::StatusCode: 0 = OK, kDeviceFault = the context is lost (sticky), ... */
-  char finding[64];   /* the doctor's code for the cause (src/doctor/knowledge_base.json), "" when none applies */
-  char message[2048]; /* what failed and what to do */
-} SoPluginStatus;
+/* The outcome of a call into the plugin: SoPluginStatus (backends/common/plugin_status.h). */
 
 /* What a backend is created with (backends/cuda/backend_config.h has the meaning of each field). */
 typedef struct SoBackendConfig {

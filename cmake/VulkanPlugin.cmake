@@ -1,0 +1,22 @@
+# The Vulkan plugin: AUTO builds it when Vulkan's headers (libvulkan-dev) and glslc are found; ON requires them;
+# OFF skips it. Only the headers are needed at build time: the plugin loads libvulkan.so.1 at run time.
+set(STEADYOCR_VULKAN AUTO CACHE STRING "Build the Vulkan plugin libsteadyocr_vulkan.so (AUTO|ON|OFF)")
+set(STEADYOCR_HAVE_VULKAN OFF)
+if(NOT STEADYOCR_VULKAN STREQUAL "OFF")
+  find_path(Vulkan_INCLUDE_DIRS vulkan/vulkan.h)
+  find_program(STEADYOCR_GLSLC glslc)
+  if(Vulkan_INCLUDE_DIRS AND STEADYOCR_GLSLC)
+    execute_process(COMMAND ${STEADYOCR_GLSLC} --version OUTPUT_VARIABLE so_glslc_out ERROR_QUIET)
+    string(REGEX MATCH "shaderc v?[0-9.]+[-0-9]*" STEADYOCR_GLSLC_VERSION "${so_glslc_out}")
+    if(NOT STEADYOCR_GLSLC_VERSION)
+      set(STEADYOCR_GLSLC_VERSION "glslc")
+    endif()
+    set(STEADYOCR_HAVE_VULKAN ON)
+    message(STATUS "Vulkan plugin: headers ${Vulkan_INCLUDE_DIRS}, ${STEADYOCR_GLSLC} (${STEADYOCR_GLSLC_VERSION})")
+  elseif(STEADYOCR_VULKAN STREQUAL "ON")
+    message(FATAL_ERROR "STEADYOCR_VULKAN=ON but vulkan/vulkan.h (libvulkan-dev) or glslc (glslc) is missing: "
+                        "apt-get install libvulkan-dev glslc")
+  else()
+    message(STATUS "Vulkan plugin: not built (install libvulkan-dev and glslc)")
+  endif()
+endif()

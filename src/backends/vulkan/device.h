@@ -1,0 +1,107 @@
+// The Vulkan instance (one per process) and a device: its logical device, compute queue, memory (one allocator
+// for every buffer, counted against the backend's budget), the one descriptor set layout and pipeline layout every
+// shader shares, and the compute pipelines, made once per shader and cached.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "backends/vulkan/plugin_api.h"
+#include "backends/vulkan/shaders.h"
+#include "backends/vulkan/vk_api.h"
+#include "core/status.h"
+
+namespace steadyocr::vk {
+
+// The process's instance and the devices it sees, made on first use (thread-safe); later calls return the same.
+struct InstanceState {
+  SoVkRuntimeInfo info{};
+  VkInstance instance = VK_NULL_HANDLE;
+  std::vector<VkPhysicalDevice> usable;  // with a compute queue and Vulkan 1.1
+  std::vector<SoVkDeviceInfo> devices;   // one per usable device
+};
+const InstanceState& instance_state();
+
+// A Status carrying the doctor's code for the cause.
+Status vk_status(StatusCode code, const std::string& finding, const std::string& message);
+// A failed Vulkan call: VK_ERROR_DEVICE_LOST is a device fault (sticky), out-of-memory kOutOfMemory, others
+// kDeviceError; the message names the call.
+Status vk_error(VkResult r, const std::string& what);
+
+class Device;
+
+// A buffer and its memory; freed (and uncounted) on destruction.
+class DeviceBuffer {
+ public:
+  DeviceBuffer(std::shared_ptr<Device> device, VkBuffer buffer, VkDeviceMemory memory, size_t bytes, void* map);
+  ~DeviceBuffer();
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  VkBuffer buffer() const { return buffer_; }
+  size_t bytes() const { return bytes_; }
+  void* map() const { return map_; }  // host-visible buffers only
+
+ private:
+  std::shared_ptr<Device> device_;
+  VkBuffer buffer_;
+  VkDeviceMemory memory_;
+  size_t bytes_;
+  void* map_;
+};
+
+enum class Memory : uint8_t { kDevice, kHostUpload, kHostReadback };
+
+class Device : public std::enable_shared_from_this<Device> {
+ public:
+  static Result<std::shared_ptr<Device>> create(int index, size_t memory_budget_bytes);
+  ~Device();
+
+  VkDevice handle() const { return device_; }
+  const SoVkDeviceInfo& info() const { return info_; }
+  size_t storage_alignment() const { return storage_alignment_; }
+
+  Result<std::unique_ptr<DeviceBuffer>> allocate(size_t bytes, Memory kind, const std::string& what);
+  size_t bytes_in_use() const { return in_use_.load(); }
+  size_t budget() const { return budget_; }
+
+  // The cached pipeline of a shader (made on first use).
+  Result<VkPipeline> pipeline(Shader s);
+  VkDescriptorSetLayout set_layout() const { return set_layout_; }
+  VkPipelineLayout pipeline_layout() const { return pipeline_layout_; }
+
+  // Submits one command buffer and waits for it (the queue is shared: submissions are serialised).
+  Status submit_and_wait(VkCommandBuffer cb, VkFence fence, const char* what);
+  uint32_t queue_family() const { return family_; }
+  // Sticky once the device reported VK_ERROR_DEVICE_LOST: every later call fails fast.
+  bool lost() const { return lost_.load(); }
+
+  static constexpr uint32_t kBindings = 6;  // binding 0: parameters; 1-5: tensors
+
+ private:
+  friend class DeviceBuffer;
+  Device() = default;
+  void release(size_t bytes) { in_use_ -= bytes; }
+  int memory_type(uint32_t bits, Memory kind) const;
+
+  SoVkDeviceInfo info_{};
+  VkPhysicalDevice physical_ = VK_NULL_HANDLE;
+  VkDevice device_ = VK_NULL_HANDLE;
+  VkQueue queue_ = VK_NULL_HANDLE;
+  uint32_t family_ = 0;
+  VkPhysicalDeviceMemoryProperties memory_{};
+  size_t storage_alignment_ = 256;
+  size_t budget_ = 0;
+  std::atomic<size_t> in_use_{0};
+  std::atomic<bool> lost_{false};
+  VkDescriptorSetLayout set_layout_ = VK_NULL_HANDLE;
+  VkPipelineLayout pipeline_layout_ = VK_NULL_HANDLE;
+  std::mutex pipelines_mu_;
+  std::array<VkPipeline, static_cast<size_t>(Shader::kCount)> pipelines_{};
+  std::mutex queue_mu_;
+};
+
+}  // namespace steadyocr::vk

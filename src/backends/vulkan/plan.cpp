@@ -1,0 +1,417 @@
+#include "backends/vulkan/plan.h"
+
+#include <fmt/format.h>
+
+#include <cstring>
+
+#include "backends/common/schedule.h"
+
+namespace steadyocr::vk {
+namespace {
+
+constexpr uint32_t kMaxGroupsX = 65535;
+
+size_t round_up(size_t v, size_t a) {
+  return (v + a - 1) / a * a;
+}
+
+}  // namespace
+
+Result<std::shared_ptr<DeviceBuffer>> WeightCache::upload(const void* data, size_t bytes, const std::string& name) {
+  ASSIGN_OR_RETURN(std::unique_ptr<DeviceBuffer> staging, device_->allocate(bytes, Memory::kHostUpload, name));
+  std::memcpy(staging->map(), data, bytes);
+  ASSIGN_OR_RETURN(std::unique_ptr<DeviceBuffer> dst, device_->allocate(bytes, Memory::kDevice, name));
+  const VkApi& a = vkapi();
+  VkCommandPoolCreateInfo pci{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
+  pci.queueFamilyIndex = device_->queue_family();
+  VkCommandPool pool = VK_NULL_HANDLE;
+  VkResult r = a.vkCreateCommandPool(device_->handle(), &pci, nullptr, &pool);
+  if (r != VK_SUCCESS) return vk_error(r, "vkCreateCommandPool (weight upload)");
+  VkFence fence = VK_NULL_HANDLE;
+  VkFenceCreateInfo fci{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+  r = a.vkCreateFence(device_->handle(), &fci, nullptr, &fence);
+  VkCommandBuffer cb = VK_NULL_HANDLE;
+  VkCommandBufferAllocateInfo ai{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
+  ai.commandPool = pool;
+  ai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+  ai.commandBufferCount = 1;
+  if (r == VK_SUCCESS) r = a.vkAllocateCommandBuffers(device_->handle(), &ai, &cb);
+  Status st = Status::ok();
+  if (r == VK_SUCCESS) {
+    VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+    bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
+    a.vkBeginCommandBuffer(cb, &bi);
+    VkBufferCopy c{0, 0, bytes};
+    a.vkCmdCopyBuffer(cb, staging->buffer(), dst->buffer(), 1, &c);
+    a.vkEndCommandBuffer(cb);
+    st = device_->submit_and_wait(cb, fence, "uploading weights");
+  } else {
+    st = vk_error(r, "preparing a weight upload");
+  }
+  if (fence) a.vkDestroyFence(device_->handle(), fence, nullptr);
+  a.vkDestroyCommandPool(device_->handle(), pool, nullptr);
+  RETURN_IF_ERROR(st);
+  return std::shared_ptr<DeviceBuffer>(std::move(dst));
+}
+
+Result<std::shared_ptr<DeviceBuffer>> WeightCache::get(const Tensor& t, const std::string& name) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const auto key = std::make_pair(t.raw(), t.nbytes());
+  auto it = cache_.find(key);
+  if (it != cache_.end()) return it->second.buffer;
+  ASSIGN_OR_RETURN(std::shared_ptr<DeviceBuffer> b, upload(t.raw(), t.nbytes(), "weight " + name));
+  cache_[key] = Entry{t, b};
+  return b;
+}
+
+int PlanBuilder::root_of(int id) const {
+  while (bufs_[static_cast<size_t>(id)].kind == BufKind::kView) id = bufs_[static_cast<size_t>(id)].root;
+  return id;
+}
+
+void PlanBuilder::touch(int id) {
+  bufs_[static_cast<size_t>(root_of(id))].live.touch(static_cast<int>(dispatches_.size()));
+}
+
+Result<int> PlanBuilder::in(const graph::Value* v) {
+  if (!v) return internal_error("a missing input was read");
+  auto it = of_value_.find(v);
+  if (it != of_value_.end()) return it->second;
+  if (!v->is_constant()) return internal_error(fmt::format("value '{}' is read before it is written", v->name));
+  if (v->constant.nbytes() == 0) return invalid_argument(fmt::format("constant '{}' is empty", v->name));
+  ASSIGN_OR_RETURN(std::shared_ptr<DeviceBuffer> w, weights_->get(v->constant, v->name));
+  Buf b;
+  b.dtype = v->constant.dtype();
+  b.shape = v->constant.shape();
+  b.bytes = v->constant.nbytes();
+  b.kind = BufKind::kWeight;
+  b.weight = std::move(w);
+  b.name = v->name;
+  bufs_.push_back(std::move(b));
+  const int id = static_cast<int>(bufs_.size()) - 1;
+  of_value_[v] = id;
+  return id;
+}
+
+int PlanBuilder::out(const graph::Value* v) {
+  Buf b;
+  b.dtype = v->dtype;
+  b.shape = v->shape;
+  b.bytes = static_cast<size_t>(shape_numel(v->shape)) * dtype_size(v->dtype);
+  b.name = v->name;
+  bufs_.push_back(std::move(b));
+  const int id = static_cast<int>(bufs_.size()) - 1;
+  of_value_[v] = id;
+  return id;
+}
+
+int PlanBuilder::view(const graph::Value* v, int of) {
+  Buf b;
+  b.dtype = v->dtype;
+  b.shape = v->shape;
+  b.bytes = static_cast<size_t>(shape_numel(v->shape)) * dtype_size(v->dtype);
+  b.kind = BufKind::kView;
+  b.root = of;
+  b.name = v->name;
+  bufs_.push_back(std::move(b));
+  const int id = static_cast<int>(bufs_.size()) - 1;
+  of_value_[v] = id;
+  return id;
+}
+
+Status PlanBuilder::constant(const graph::Value* v, const Tensor& t) {
+  ASSIGN_OR_RETURN(std::shared_ptr<DeviceBuffer> w, weights_->upload(t.raw(), t.nbytes(), "constant " + v->name));
+  Buf b;
+  b.dtype = t.dtype();
+  b.shape = t.shape();
+  b.bytes = t.nbytes();
+  b.kind = BufKind::kWeight;
+  b.weight = std::move(w);
+  b.name = v->name;
+  bufs_.push_back(std::move(b));
+  of_value_[v] = static_cast<int>(bufs_.size()) - 1;
+  return Status::ok();
+}
+
+Result<int> PlanBuilder::table(const std::vector<float>& values, const std::string& name) {
+  ASSIGN_OR_RETURN(std::shared_ptr<DeviceBuffer> w,
+                   weights_->upload(values.data(), values.size() * sizeof(float), "table " + name));
+  Buf b;
+  b.shape = {static_cast<int64_t>(values.size())};
+  b.bytes = values.size() * sizeof(float);
+  b.kind = BufKind::kWeight;
+  b.weight = std::move(w);
+  b.name = name;
+  bufs_.push_back(std::move(b));
+  return static_cast<int>(bufs_.size()) - 1;
+}
+
+void PlanBuilder::add(Dispatch d, const graph::Node& n) {
+  for (int t : d.tensors) {
+    if (t >= 0) touch(t);  // -1: an optional operand that is absent
+  }
+  if (d.label.empty()) d.label = fmt::format("{} ({})", n.describe(), shader_code(d.shader).name);
+  dispatches_.push_back(std::move(d));
+}
+
+void PlanBuilder::add_1d(Shader s, std::vector<uint32_t> params, std::vector<int> tensors, uint64_t invocations,
+                         const graph::Node& n) {
+  add_rows(s, std::move(params), std::move(tensors), (invocations + 255) / 256, n);
+}
+
+void PlanBuilder::add_rows(Shader s, std::vector<uint32_t> params, std::vector<int> tensors, uint64_t groups,
+                           const graph::Node& n) {
+  if (groups == 0) return;  // nothing to compute (an empty tensor)
+  Dispatch d;
+  d.shader = s;
+  d.params = std::move(params);
+  d.tensors = std::move(tensors);
+  const uint64_t gx = std::min<uint64_t>(groups, kMaxGroupsX);
+  d.groups[0] = static_cast<uint32_t>(gx);
+  d.groups[1] = static_cast<uint32_t>((groups + gx - 1) / gx);
+  add(std::move(d), n);
+}
+
+Result<std::unique_ptr<Plan>> Plan::build(const graph::Graph& g, std::shared_ptr<Device> device, WeightCache* weights) {
+  PlanBuilder b(device, weights);
+  for (const graph::Value* v : g.inputs()) {
+    if (!v->has_static_shape()) return invalid_argument(fmt::format("input '{}' has no static shape", v->name));
+    const int id = b.out(v);
+    b.bufs_[static_cast<size_t>(id)].live.whole_run();
+  }
+  ASSIGN_OR_RETURN(std::vector<const graph::Node*> order, common::schedule(g, common::ScheduleOrder::kGraph));
+  for (const graph::Node* n : order) {
+    if (common::is_folded(*n)) continue;
+    std::string why;
+    if (!op_supported(*n, &why)) return unsupported(fmt::format("{}: {}", n->describe(), why));
+    Status st = build_node(b, *n);
+    if (!st.is_ok()) return Status(st.code(), fmt::format("{}: {}", n->describe(), st.message()));
+  }
+  std::unique_ptr<Plan> plan(new Plan());
+  plan->device_ = std::move(device);
+  RETURN_IF_ERROR(plan->finish(b, g));
+  RETURN_IF_ERROR(plan->record());
+  return plan;
+}
+
+Status Plan::finish(PlanBuilder& b, const graph::Graph& g) {
+  // Graph outputs: computed ones live for the whole run; a constant output gets a weight buffer.
+  for (const graph::Value* v : g.outputs()) {
+    ASSIGN_OR_RETURN(int id, b.in(v));
+    b.bufs_[static_cast<size_t>(b.root_of(id))].live.whole_run();
+  }
+  const size_t align = device_->storage_alignment();
+  std::vector<common::ArenaBuffer> places;
+  std::vector<int> placed;
+  for (size_t i = 0; i < b.bufs_.size(); ++i) {
+    Buf& x = b.bufs_[i];
+    if (x.kind != BufKind::kArena || !x.live.used()) continue;
+    common::ArenaBuffer a = x.live;
+    a.bytes = std::max<size_t>(x.bytes, 4);
+    places.push_back(a);
+    placed.push_back(static_cast<int>(i));
+  }
+  const common::ArenaLayout layout = common::plan_arena(places, {align, true});
+  for (size_t k = 0; k < placed.size(); ++k) b.bufs_[static_cast<size_t>(placed[k])].offset = layout.offsets[k];
+  // A view's bytes are its root's.
+  for (Buf& x : b.bufs_) {
+    if (x.kind == BufKind::kView) x.root = b.root_of(x.root);
+  }
+  bufs_ = std::move(b.bufs_);
+  dispatches_ = std::move(b.dispatches_);
+
+  auto port = [&](const graph::Value* v, int id, size_t* staging) {
+    Port p;
+    p.buf = id;
+    p.dtype = v->dtype;
+    p.shape = v->shape;
+    p.bytes = static_cast<size_t>(shape_numel(v->shape)) * dtype_size(v->dtype);
+    p.staging_offset = *staging;
+    p.name = v->name;
+    *staging += round_up(std::max<size_t>(p.bytes, 4), 16);
+    return p;
+  };
+  size_t in_bytes = 0, out_bytes = 0;
+  for (const graph::Value* v : g.inputs()) inputs_.push_back(port(v, b.of_value_.at(v), &in_bytes));
+  for (const graph::Value* v : g.outputs()) outputs_.push_back(port(v, b.of_value_.at(v), &out_bytes));
+
+  ASSIGN_OR_RETURN(arena_, device_->allocate(std::max<size_t>(layout.bytes, 16), Memory::kDevice, "plan arena"));
+  size_t param_bytes = 0;
+  for (const Dispatch& d : dispatches_) {
+    param_offsets_.push_back(param_bytes);
+    param_bytes += round_up(std::max<size_t>(d.params.size(), 1) * 4, align);
+  }
+  ASSIGN_OR_RETURN(params_, device_->allocate(std::max<size_t>(param_bytes, 16), Memory::kHostUpload, "parameters"));
+  for (size_t i = 0; i < dispatches_.size(); ++i) {
+    std::memcpy(static_cast<char*>(params_->map()) + param_offsets_[i], dispatches_[i].params.data(),
+                dispatches_[i].params.size() * 4);
+  }
+  ASSIGN_OR_RETURN(staging_in_,
+                   device_->allocate(std::max<size_t>(in_bytes, 16), Memory::kHostUpload, "input staging"));
+  ASSIGN_OR_RETURN(staging_out_,
+                   device_->allocate(std::max<size_t>(out_bytes, 16), Memory::kHostReadback, "output staging"));
+  return Status::ok();
+}
+
+Status Plan::record() {
+  const VkApi& a = vkapi();
+  const VkDevice dev = device_->handle();
+  VkResult r;
+  const uint32_t sets = static_cast<uint32_t>(std::max<size_t>(dispatches_.size(), 1));
+  VkDescriptorPoolSize size{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, sets * Device::kBindings};
+  VkDescriptorPoolCreateInfo dpi{VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO};
+  dpi.maxSets = sets;
+  dpi.poolSizeCount = 1;
+  dpi.pPoolSizes = &size;
+  if ((r = a.vkCreateDescriptorPool(dev, &dpi, nullptr, &pool_)) != VK_SUCCESS) {
+    return vk_error(r, "vkCreateDescriptorPool");
+  }
+  VkCommandPoolCreateInfo cpi{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
+  cpi.queueFamilyIndex = device_->queue_family();
+  if ((r = a.vkCreateCommandPool(dev, &cpi, nullptr, &cmd_pool_)) != VK_SUCCESS) {
+    return vk_error(r, "vkCreateCommandPool");
+  }
+  VkFenceCreateInfo fci{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+  if ((r = a.vkCreateFence(dev, &fci, nullptr, &fence_)) != VK_SUCCESS) return vk_error(r, "vkCreateFence");
+  VkCommandBufferAllocateInfo cai{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
+  cai.commandPool = cmd_pool_;
+  cai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+  cai.commandBufferCount = 1;
+  if ((r = a.vkAllocateCommandBuffers(dev, &cai, &cmd_)) != VK_SUCCESS) {
+    return vk_error(r, "vkAllocateCommandBuffers");
+  }
+
+  VkPhysicalDeviceProperties props{};
+  auto where = [&](int id, VkBuffer* buffer, VkDeviceSize* offset, VkDeviceSize* range) {
+    const Buf& x = bufs_[static_cast<size_t>(id)];
+    const Buf& root = x.kind == BufKind::kView ? bufs_[static_cast<size_t>(x.root)] : x;
+    if (root.kind == BufKind::kWeight) {
+      *buffer = root.weight->buffer();
+      *offset = 0;
+    } else {
+      *buffer = arena_->buffer();
+      *offset = root.offset;
+    }
+    *range = round_up(std::max<size_t>(root.bytes, 4), 4);  // whole words: byte tensors are written four at a time
+  };
+  (void)props;
+
+  std::vector<VkDescriptorSetLayout> layouts(dispatches_.size(), device_->set_layout());
+  std::vector<VkDescriptorSet> ds(dispatches_.size());
+  if (!dispatches_.empty()) {
+    VkDescriptorSetAllocateInfo dai{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO};
+    dai.descriptorPool = pool_;
+    dai.descriptorSetCount = static_cast<uint32_t>(ds.size());
+    dai.pSetLayouts = layouts.data();
+    if ((r = a.vkAllocateDescriptorSets(dev, &dai, ds.data())) != VK_SUCCESS) {
+      return vk_error(r, "vkAllocateDescriptorSets");
+    }
+  }
+  for (size_t i = 0; i < dispatches_.size(); ++i) {
+    const Dispatch& d = dispatches_[i];
+    std::array<VkDescriptorBufferInfo, Device::kBindings> info{};
+    info[0] = {params_->buffer(), param_offsets_[i], std::max<size_t>(d.params.size(), 1) * 4};
+    for (uint32_t k = 1; k < Device::kBindings; ++k) {
+      if (k - 1 < d.tensors.size() && d.tensors[k - 1] >= 0) {
+        where(d.tensors[k - 1], &info[k].buffer, &info[k].offset, &info[k].range);
+      } else {
+        info[k] = info[0];  // unused by the shader: any valid buffer
+      }
+    }
+    std::array<VkWriteDescriptorSet, Device::kBindings> w{};
+    for (uint32_t k = 0; k < Device::kBindings; ++k) {
+      w[k].sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET;
+      w[k].dstSet = ds[i];
+      w[k].dstBinding = k;
+      w[k].descriptorCount = 1;
+      w[k].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+      w[k].pBufferInfo = &info[k];
+    }
+    a.vkUpdateDescriptorSets(dev, Device::kBindings, w.data(), 0, nullptr);
+  }
+
+  VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+  if ((r = a.vkBeginCommandBuffer(cmd_, &bi)) != VK_SUCCESS) return vk_error(r, "vkBeginCommandBuffer");
+  auto barrier = [&](VkPipelineStageFlags src, VkAccessFlags src_access, VkPipelineStageFlags dst,
+                     VkAccessFlags dst_access) {
+    VkMemoryBarrier mb{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+    mb.srcAccessMask = src_access;
+    mb.dstAccessMask = dst_access;
+    a.vkCmdPipelineBarrier(cmd_, src, dst, 0, 1, &mb, 0, nullptr, 0, nullptr);
+  };
+  barrier(VK_PIPELINE_STAGE_HOST_BIT, VK_ACCESS_HOST_WRITE_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT,
+          VK_ACCESS_TRANSFER_READ_BIT);
+  for (const Port& p : inputs_) {
+    if (!p.bytes) continue;
+    VkBuffer buf;
+    VkDeviceSize off, range;
+    where(p.buf, &buf, &off, &range);
+    VkBufferCopy c{p.staging_offset, off, p.bytes};
+    a.vkCmdCopyBuffer(cmd_, staging_in_->buffer(), buf, 1, &c);
+  }
+  barrier(VK_PIPELINE_STAGE_TRANSFER_BIT | VK_PIPELINE_STAGE_HOST_BIT,
+          VK_ACCESS_TRANSFER_WRITE_BIT | VK_ACCESS_HOST_WRITE_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+          VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
+  for (size_t i = 0; i < dispatches_.size(); ++i) {
+    const Dispatch& d = dispatches_[i];
+    ASSIGN_OR_RETURN(VkPipeline pipe, device_->pipeline(d.shader));
+    a.vkCmdBindPipeline(cmd_, VK_PIPELINE_BIND_POINT_COMPUTE, pipe);
+    a.vkCmdBindDescriptorSets(cmd_, VK_PIPELINE_BIND_POINT_COMPUTE, device_->pipeline_layout(), 0, 1, &ds[i], 0,
+                              nullptr);
+    a.vkCmdDispatch(cmd_, d.groups[0], d.groups[1], d.groups[2]);
+    barrier(VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT,
+            VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
+            VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_READ_BIT);
+  }
+  for (const Port& p : outputs_) {
+    if (!p.bytes) continue;
+    VkBuffer buf;
+    VkDeviceSize off, range;
+    where(p.buf, &buf, &off, &range);
+    VkBufferCopy c{off, p.staging_offset, p.bytes};
+    a.vkCmdCopyBuffer(cmd_, buf, staging_out_->buffer(), 1, &c);
+  }
+  barrier(VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT, VK_PIPELINE_STAGE_HOST_BIT,
+          VK_ACCESS_HOST_READ_BIT);
+  if ((r = a.vkEndCommandBuffer(cmd_)) != VK_SUCCESS) return vk_error(r, "vkEndCommandBuffer");
+  return Status::ok();
+}
+
+Plan::~Plan() {
+  const VkApi& a = vkapi();
+  if (!device_) return;
+  const VkDevice dev = device_->handle();
+  if (fence_) a.vkDestroyFence(dev, fence_, nullptr);
+  if (cmd_pool_) a.vkDestroyCommandPool(dev, cmd_pool_, nullptr);
+  if (pool_) a.vkDestroyDescriptorPool(dev, pool_, nullptr);
+}
+
+size_t Plan::workspace_bytes() const {
+  size_t b = 0;
+  for (const auto* x : {&arena_, &params_, &staging_in_, &staging_out_}) b += *x ? (*x)->bytes() : 0;
+  return b;
+}
+
+Status Plan::run(const std::vector<Tensor>& inputs, std::vector<Tensor>* outputs) {
+  if (inputs.size() != inputs_.size()) {
+    return invalid_argument(fmt::format("the plan takes {} inputs, {} given", inputs_.size(), inputs.size()));
+  }
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const Port& p = inputs_[i];
+    if (inputs[i].dtype() != p.dtype || inputs[i].shape() != p.shape) {
+      return invalid_argument(fmt::format("input '{}' is {}, the plan was made for {} {}", p.name, inputs[i].describe(),
+                                          dtype_name(p.dtype), shape_str(p.shape)));
+    }
+    std::memcpy(static_cast<char*>(staging_in_->map()) + p.staging_offset, inputs[i].raw(), p.bytes);
+  }
+  RETURN_IF_ERROR(device_->submit_and_wait(cmd_, fence_, "running the plan (vkQueueSubmit)"));
+  outputs->clear();
+  for (const Port& p : outputs_) {
+    Tensor t = Tensor::empty(p.dtype, p.shape);
+    std::memcpy(t.raw(), static_cast<const char*>(staging_out_->map()) + p.staging_offset, p.bytes);
+    outputs->push_back(std::move(t));
+  }
+  return Status::ok();
+}
+
+}  // namespace steadyocr::vk

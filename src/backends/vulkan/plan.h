@@ -1,0 +1,130 @@
+// A graph planned on a Vulkan device for one set of static shapes. The builder walks the schedule once, gives
+// every value a buffer (an arena slice, a cached weight, or a view of another buffer for Reshape-like ops), asks the
+// op builders (ops.cpp) for dispatches, places the arena by liveness (common/arena), writes every dispatch's
+// parameters into one buffer, and records one command buffer: inputs copied in from a staging buffer, the
+// dispatches with a barrier between each, outputs copied out. Running is a memcpy in, one submission, a memcpy out.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backends/backend.h"
+#include "backends/common/arena.h"
+#include "backends/vulkan/device.h"
+#include "graph/ir.h"
+
+namespace steadyocr::vk {
+
+// Weights uploaded once per backend and shared by its plans (keyed by the constant's storage).
+class WeightCache {
+ public:
+  explicit WeightCache(std::shared_ptr<Device> device) : device_(std::move(device)) {}
+  Result<std::shared_ptr<DeviceBuffer>> get(const Tensor& t, const std::string& name);
+  // Uploads host bytes into a new device buffer.
+  Result<std::shared_ptr<DeviceBuffer>> upload(const void* data, size_t bytes, const std::string& name);
+
+ private:
+  std::shared_ptr<Device> device_;
+  std::mutex mu_;
+  struct Entry {
+    Tensor keep;  // holds the storage so that its address is not reused
+    std::shared_ptr<DeviceBuffer> buffer;
+  };
+  std::map<std::pair<const void*, size_t>, Entry> cache_;
+};
+
+enum class BufKind : uint8_t { kArena, kWeight, kView };
+
+struct Buf {
+  DType dtype = DType::kF32;
+  Shape shape;
+  size_t bytes = 0;
+  BufKind kind = BufKind::kArena;
+  int root = -1;  // kView: the buffer holding the bytes
+  std::shared_ptr<DeviceBuffer> weight;
+  common::ArenaBuffer live;
+  size_t offset = 0;  // arena offset of a kArena buffer
+  std::string name;
+};
+
+struct Dispatch {
+  Shader shader = Shader::kUnary;
+  std::vector<uint32_t> params;
+  std::vector<int> tensors;  // buffer ids for bindings 1.., in order
+  uint32_t groups[3] = {1, 1, 1};
+  std::string label;  // "Conv 'name' (gemm_conv)"
+};
+
+class PlanBuilder {
+ public:
+  PlanBuilder(std::shared_ptr<Device> device, WeightCache* weights) : device_(std::move(device)), weights_(weights) {}
+  // The buffer of a value read by the step being built (a weight for constants).
+  Result<int> in(const graph::Value* v);
+  // A new arena buffer for a value the step writes.
+  int out(const graph::Value* v);
+  // `v` shares the bytes of buffer `of` (Reshape, Squeeze, Unsqueeze, Identity).
+  int view(const graph::Value* v, int of);
+  // `v` is a constant of the plan (e.g. Shape's output), uploaded as a weight.
+  Status constant(const graph::Value* v, const Tensor& t);
+  // A small table the host computed (e.g. a folded BatchNorm), uploaded as a weight.
+  Result<int> table(const std::vector<float>& values, const std::string& name);
+  // Adds a dispatch; groups computed from the invocation count (1-D shaders, 256 per workgroup).
+  void add_1d(Shader s, std::vector<uint32_t> params, std::vector<int> tensors, uint64_t invocations,
+              const graph::Node& n);
+  // One workgroup per row (reduce_rows, layernorm).
+  void add_rows(Shader s, std::vector<uint32_t> params, std::vector<int> tensors, uint64_t rows, const graph::Node& n);
+  void add(Dispatch d, const graph::Node& n);
+  const Buf& buf(int id) const { return bufs_[static_cast<size_t>(id)]; }
+  const Device& device() const { return *device_; }
+
+ private:
+  friend class Plan;
+  int root_of(int id) const;
+  void touch(int id);
+  std::shared_ptr<Device> device_;
+  WeightCache* weights_;
+  std::vector<Buf> bufs_;
+  std::map<const graph::Value*, int> of_value_;
+  std::vector<Dispatch> dispatches_;
+};
+
+class Plan final : public PreparedGraph {
+ public:
+  static Result<std::unique_ptr<Plan>> build(const graph::Graph& g, std::shared_ptr<Device> device,
+                                             WeightCache* weights);
+  ~Plan() override;
+  Status run(const std::vector<Tensor>& inputs, std::vector<Tensor>* outputs) override;
+  size_t workspace_bytes() const override;
+
+ private:
+  Plan() = default;
+  Status finish(PlanBuilder& b, const graph::Graph& g);
+  Status record();
+  struct Port {
+    int buf = -1;
+    DType dtype = DType::kF32;
+    Shape shape;
+    size_t bytes = 0;
+    size_t staging_offset = 0;
+    std::string name;
+  };
+  std::shared_ptr<Device> device_;
+  std::vector<Buf> bufs_;
+  std::vector<Dispatch> dispatches_;
+  std::vector<Port> inputs_, outputs_;
+  std::unique_ptr<DeviceBuffer> arena_, params_, staging_in_, staging_out_;
+  std::vector<size_t> param_offsets_;
+  VkDescriptorPool pool_ = VK_NULL_HANDLE;
+  VkCommandPool cmd_pool_ = VK_NULL_HANDLE;
+  VkCommandBuffer cmd_ = VK_NULL_HANDLE;
+  VkFence fence_ = VK_NULL_HANDLE;
+};
+
+// What the backend runs, and why not (ops.cpp).
+bool op_supported(const graph::Node& n, std::string* why);
+// Builds the dispatches of one node.
+Status build_node(PlanBuilder& b, const graph::Node& n);
+
+}  // namespace steadyocr::vk

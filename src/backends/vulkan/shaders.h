@@ -1,0 +1,35 @@
+// The compute shaders, compiled to SPIR-V at build time by glslc (shaders/*.comp) and embedded in the plugin.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace steadyocr::vk {
+
+enum class Shader : uint8_t {
+  kUnary,
+  kBinary,
+  kCopy,
+  kConv,
+  kConvTranspose,
+  kGemm,
+  kGemmConv,
+  kPool,
+  kReduceRows,
+  kReduce,
+  kResize,
+  kSoftmax,
+  kLayerNorm,
+  kCast,
+  kCount
+};
+
+struct ShaderCode {
+  const char* name;  // "conv", for messages and the profile
+  const uint32_t* words;
+  size_t bytes;
+};
+
+const ShaderCode& shader_code(Shader s);
+
+}  // namespace steadyocr::vk

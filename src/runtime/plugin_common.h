@@ -1,0 +1,74 @@
+// What the two kinds of backend plugin (CUDA: cuda_plugin.h, Vulkan: vulkan_plugin.h) share on the host side: where
+// plugin files are looked for, the Status of a call through a table, and the Backend/PreparedGraph that reach a
+// plugin's objects only through its C table (the tables name these functions alike).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backends/backend.h"
+#include "backends/common/plugin_status.h"
+#include "core/status.h"
+
+namespace steadyocr::runtime {
+
+bool is_file(const std::string& path);
+bool is_dir(const std::string& path);
+
+// The folders a plugin is looked for in, in order: the executable's folder, its parent (tests run from
+// build/tests), lib/steadyocr beside bin/ (the installed layout, cmake/Install.cmake).
+std::vector<std::string> plugin_dirs();
+
+// The Status of a call into a plugin, carrying the plugin's finding (the doctor's code naming the cause; its fix is
+// the knowledge base's).
+Status status_from_plugin(const SoPluginStatus& status);
+
+// A prepared graph inside a plugin, reached through the table.
+template <typename Api>
+class TablePreparedGraph final : public PreparedGraph {
+ public:
+  TablePreparedGraph(const Api* api, void* handle) : api_(api), handle_(handle) {}
+  ~TablePreparedGraph() override { api_->destroy_prepared(handle_); }
+  Status run(const std::vector<Tensor>& inputs, std::vector<Tensor>* outputs) override {
+    SoPluginStatus st{};
+    api_->run(handle_, &inputs, outputs, &st);
+    return status_from_plugin(st);
+  }
+  size_t workspace_bytes() const override { return api_->workspace_bytes(handle_); }
+
+ private:
+  const Api* api_;
+  void* handle_;
+};
+
+// A backend inside a plugin, reached through the table; name and device info are fixed at creation.
+template <typename Api>
+class TableBackend final : public Backend {
+ public:
+  TableBackend(const Api* api, void* handle, std::string name, DeviceInfo info, const char* plugin)
+      : api_(api), handle_(handle), name_(std::move(name)), info_(std::move(info)), plugin_(plugin) {}
+  ~TableBackend() override { api_->destroy_backend(handle_); }
+  std::string name() const override { return name_; }
+  DeviceInfo device_info() const override { return info_; }
+  bool supports(const graph::Node& node) const override { return api_->supports(handle_, &node) != 0; }
+  Result<std::unique_ptr<PreparedGraph>> prepare(const graph::Graph& graph) override {
+    SoPluginStatus st{};
+    void* prepared = nullptr;
+    api_->prepare(handle_, &graph, &prepared, &st);
+    if (st.code != 0 || !prepared) {
+      if (st.code == 0) return internal_error(std::string(plugin_) + " prepared no graph and gave no reason");
+      return status_from_plugin(st);
+    }
+    return std::unique_ptr<PreparedGraph>(new TablePreparedGraph<Api>(api_, prepared));
+  }
+
+ private:
+  const Api* api_;
+  void* handle_;
+  std::string name_;
+  DeviceInfo info_;
+  const char* plugin_;
+};
+
+}  // namespace steadyocr::runtime

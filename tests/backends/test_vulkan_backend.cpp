@@ -1,0 +1,134 @@
+// The Vulkan plugin and backend on whatever Vulkan device the machine has: Mesa's lavapipe (a Vulkan device on the
+// CPU, Debian's mesa-vulkan-drivers) in CI, the GPU's own driver on the GPU machine. Skips, saying why, where the
+// plugin is not built or no Vulkan device is usable. The op cases (test_backend_ops.cpp) and the models
+// (test_cuda_models.cpp, VulkanModels.*) cover the arithmetic; this file covers the plugin's contract.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "runtime/backend_registry.h"
+#include "runtime/vulkan_plugin.h"
+#include "test_util.h"
+
+namespace steadyocr::testing {
+namespace {
+
+#define SO_VULKAN_OR_SKIP()                                                                \
+  do {                                                                                     \
+    const auto& so_st = runtime::vulkan_plugin_status();                                   \
+    if (so_st.devices.empty()) GTEST_SKIP() << "no usable Vulkan device: " << so_st.error; \
+  } while (0)
+
+graph::Graph one_op_graph(graph::OpKind op, graph::OpAttrs attrs, const Shape& shape) {
+  graph::Graph g;
+  graph::Value* x = g.add_value("x", DType::kF32, shape);
+  graph::Value* y = g.add_value("y", DType::kF32, shape);
+  g.inputs().push_back(x);
+  g.outputs().push_back(y);
+  g.add_node(op, "op", {x}, {y}, std::move(attrs));
+  return g;
+}
+
+TEST(VulkanPlugin, LoadsAndListsItsDevices) {
+  const auto& st = runtime::vulkan_plugin_status();
+  if (!st.loaded) GTEST_SKIP() << "Vulkan plugin not loaded: " << st.error;
+  EXPECT_GT(st.runtime.instance_version, 0u);
+  EXPECT_NE(std::string(st.runtime.loader_path).find("libvulkan"), std::string::npos) << st.runtime.loader_path;
+  ASSERT_FALSE(st.devices.empty()) << st.error;
+  for (const auto& d : st.devices) {
+    EXPECT_GE(d.compute_queue_family, 0) << d.name;
+    EXPECT_EQ(std::string(d.uuid).size(), 36u) << d.name;
+  }
+  EXPECT_FALSE(st.shader_compiler.empty());
+  const auto names = runtime::available_backends();
+  EXPECT_NE(std::find(names.begin(), names.end(), "vulkan"), names.end());
+}
+
+TEST(VulkanPlugin, BackendNamesItsDeviceAndDriver) {
+  SO_VULKAN_OR_SKIP();
+  auto b = runtime::create_backend("vulkan");
+  ASSERT_TRUE(b.is_ok()) << b.status().to_string();
+  EXPECT_EQ((*b)->name(), "vulkan");
+  const DeviceInfo info = (*b)->device_info();
+  EXPECT_EQ(info.backend, "vulkan");
+  EXPECT_NE(info.name.find("Vulkan"), std::string::npos) << info.name;
+  EXPECT_TRUE(info.libraries.count("vulkan_loader")) << info.name;
+  EXPECT_TRUE(info.libraries.count("vulkan_driver")) << info.name;
+}
+
+TEST(VulkanPlugin, RunsAPlanAgainAndAgainWithFreshInputs) {
+  SO_VULKAN_OR_SKIP();
+  auto b = runtime::create_backend("vulkan");
+  ASSERT_TRUE(b.is_ok()) << b.status().to_string();
+  graph::Graph g = one_op_graph(graph::OpKind::kRelu, graph::ActAttrs{graph::Activation::relu()}, {2, 3, 5, 7});
+  auto p = (*b)->prepare(g);
+  ASSERT_TRUE(p.is_ok()) << p.status().to_string();
+  EXPECT_GT((*p)->workspace_bytes(), 0u);
+  for (int rep = 0; rep < 3; ++rep) {
+    Tensor x = Tensor::empty(DType::kF32, {2, 3, 5, 7});
+    for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = static_cast<float>((i * 7 + rep) % 11) - 5.f;
+    std::vector<Tensor> out;
+    ASSERT_TRUE((*p)->run({x}, &out).is_ok());
+    ASSERT_EQ(out.size(), 1u);
+    for (int64_t i = 0; i < x.numel(); ++i) {
+      ASSERT_EQ(out[0].data<float>()[i], std::max(0.f, x.data<float>()[i])) << "rep " << rep << " at " << i;
+    }
+  }
+}
+
+TEST(VulkanPlugin, WrongInputIsAClearError) {
+  SO_VULKAN_OR_SKIP();
+  auto b = runtime::create_backend("vulkan");
+  ASSERT_TRUE(b.is_ok());
+  graph::Graph g = one_op_graph(graph::OpKind::kSigmoid, graph::ActAttrs{graph::Activation::sigmoid()}, {1, 4});
+  auto p = (*b)->prepare(g);
+  ASSERT_TRUE(p.is_ok());
+  std::vector<Tensor> out;
+  Status s = (*p)->run({Tensor::zeros(DType::kF32, {1, 5})}, &out);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("plan was made for"), std::string::npos) << s.message();
+}
+
+TEST(VulkanPlugin, MemoryBudgetRefusesAPlanWithTheFigures) {
+  SO_VULKAN_OR_SKIP();
+  runtime::BackendOptions o;
+  o.gpu_memory_budget_bytes = size_t{1} << 20;  // 1 MiB
+  auto b = runtime::create_backend("vulkan", o);
+  ASSERT_TRUE(b.is_ok()) << b.status().to_string();
+  graph::Graph g = one_op_graph(graph::OpKind::kRelu, graph::ActAttrs{graph::Activation::relu()}, {1, 4, 256, 256});
+  auto p = (*b)->prepare(g);  // 1 MiB of input and 1 MiB of output: over the budget
+  ASSERT_FALSE(p.is_ok());
+  EXPECT_EQ(p.status().code(), StatusCode::kResourceExhausted) << p.status().to_string();
+  EXPECT_NE(p.status().message().find("budget"), std::string::npos) << p.status().message();
+  EXPECT_NE(p.status().message().find("--gpu-mem"), std::string::npos) << p.status().message();
+}
+
+TEST(VulkanPlugin, TheLadderSkipsACpuOnlyVulkanDeviceUnlessAllowed) {
+  SO_VULKAN_OR_SKIP();
+  const auto& st = runtime::vulkan_plugin_status();
+  const bool only_cpu = std::all_of(st.devices.begin(), st.devices.end(),
+                                    [](const SoVkDeviceInfo& d) { return runtime::vulkan_device_is_cpu(d); });
+  std::string why;
+  const int dev = runtime::vulkan_ladder_device(&why);
+  if (only_cpu && !runtime::vulkan_cpu_devices_allowed()) {
+    EXPECT_EQ(dev, -1);
+    EXPECT_NE(why.find("CPU implementation"), std::string::npos) << why;
+    EXPECT_NE(why.find("STEADYOCR_VULKAN_CPU_DEVICES=1"), std::string::npos) << why;
+  } else {
+    EXPECT_GE(dev, 0) << why;
+  }
+}
+
+TEST(VulkanPlugin, CandidatesHonourThePin) {
+  setenv("STEADYOCR_VULKAN_PLUGIN", "/nonexistent/libsteadyocr_vulkan.so", 1);
+  const auto c = runtime::vulkan_plugin_candidates();
+  unsetenv("STEADYOCR_VULKAN_PLUGIN");
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_EQ(c[0], "/nonexistent/libsteadyocr_vulkan.so");
+  const auto d = runtime::vulkan_plugin_candidates();
+  ASSERT_GE(d.size(), 2u);
+  EXPECT_EQ(d.back(), "libsteadyocr_vulkan.so");  // last: the loader's own search path
+}
+
+}  // namespace
+}  // namespace steadyocr::testing
