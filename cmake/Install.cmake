@@ -3,6 +3,7 @@
 #   P/lib/steadyocr/libso_core.so, libso_graph.so    (the engine's shared layers)
 #   P/lib/steadyocr/libsteadyocr_cuda13.so           (the CUDA plugins; the binary looks for them there and
 #   P/lib/steadyocr/libsteadyocr_cuda11.so            picks the newest the driver runs; 11: scripts/build_cuda11.sh)
+#   P/lib/steadyocr/libsteadyocr_vulkan.so           (the Vulkan plugin: the vulkan rung, no CUDA needed)
 #   P/lib/libsteadyocr.so.0 + P/include/steadyocr.h  (the C API)
 # and `--component python` (only when named) lays out the Python package the wheel carries (setup.py runs it):
 #   P/steadyocr/_native.*.so                          (RUNPATH $ORIGIN/lib/steadyocr)
@@ -21,6 +22,11 @@ if(TARGET steadyocr_cuda)
   # $ORIGIN for the engine's layers; the toolkit's library folder (cuDNN, cuBLAS) as the build found it.
   set_target_properties(steadyocr_cuda PROPERTIES INSTALL_RPATH "$ORIGIN" INSTALL_RPATH_USE_LINK_PATH ON)
   list(APPEND SO_ENGINE_TARGETS steadyocr_cuda)
+endif()
+if(TARGET steadyocr_vulkan)
+  # Needs only the engine's layers: libvulkan.so.1 is loaded at run time from the system.
+  set_target_properties(steadyocr_vulkan PROPERTIES INSTALL_RPATH "$ORIGIN")
+  list(APPEND SO_ENGINE_TARGETS steadyocr_vulkan)
 endif()
 
 install(TARGETS steadyocr steadyocr-doctor RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT runtime)

@@ -21,6 +21,7 @@ struct DoctorArgs {
   bool json = false;
   bool env_only = false;
   bool keep_going = false;
+  bool no_vulkan = false;
   std::string models;
   size_t gpu_mem_mb = 0;
   int device = 0;
@@ -52,6 +53,9 @@ Command add_doctor_command(CLI::App& root) {
   app->add_flag("--keep-going", args->keep_going,
                 "Judge layers 1-2 even when a layer below failed (to see every ABI problem at once); the exit "
                 "status still follows the chain, and layers 3-4 never run after a failure");
+  app->add_flag("--no-vulkan", args->no_vulkan,
+                "Skip the Vulkan chain (loader, driver, devices, a shader on each device), which otherwise runs on "
+                "every doctor run beside the layers; it never changes the exit status");
   app->add_option("--models", args->models, "Folder with the ONNX models: check every conv shape of them (layer 3)")
       ->check(CLI::ExistingDirectory);
   app->add_option("--gpu-mem", args->gpu_mem_mb, "Device memory budget in MB that layer 4 must be able to allocate");
@@ -66,7 +70,8 @@ Command add_doctor_command(CLI::App& root) {
   app->add_option("--watchdog-ms", args->watchdog_ms, "Layer 4: time the workers get before it counts as a hang")
       ->check(CLI::Range(100, 3600000))
       ->capture_default_str();
-  app->add_option("--check-timeout-ms", args->check_timeout_ms, "Deadline of each layer 3-4 check process")
+  app->add_option("--check-timeout-ms", args->check_timeout_ms,
+                  "Deadline of each layer 3-4 check process and of the Vulkan chain's process")
       ->check(CLI::Range(1000, 3600000))
       ->capture_default_str();
   app->add_option("--det-size", args->det_size, "Side of the det model input used for its conv shapes")
@@ -75,7 +80,7 @@ Command add_doctor_command(CLI::App& root) {
   app->add_option("--inject", args->inject,
                   "Inject faults into the layer 3-4 checks, for testing (comma-separated: no_kernel_image, "
                   "illegal_address, cudnn_not_supported, numeric_mismatch, stream_hang, memory_growth, "
-                  "budget_unavailable, hang_child); same as STEADYOCR_DOCTOR_FAULT");
+                  "budget_unavailable, hang_child, vulkan_hang, vulkan_crash); same as STEADYOCR_DOCTOR_FAULT");
   app->add_option("--only", args->only,
                   "Run only these layer 3-4 checks (kernel_image, cudnn_conv, backend_ops, fp16, backend_fp16, "
                   "model_convs, streams, backend_workers, memory, budget); layers 1-2 always run")
@@ -104,6 +109,7 @@ Command add_doctor_command(CLI::App& root) {
     doctor::DoctorOptions o;
     o.level = args->level;
     o.keep_going = args->keep_going;
+    o.vulkan = !args->no_vulkan;
     o.device.device = args->device;
     o.device.models_dir = args->models;
     o.device.gpu_mem_budget_mb = args->gpu_mem_mb;

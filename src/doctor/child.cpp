@@ -39,6 +39,14 @@ std::string self_executable() {
   return buf;
 }
 
+std::string last_output_line(const std::string& out) {
+  size_t end = out.find_last_not_of("\n ");
+  if (end == std::string::npos) return "";
+  size_t start = out.rfind('\n', end);
+  start = start == std::string::npos ? 0 : start + 1;
+  return out.substr(start, end + 1 - start);
+}
+
 ChildResult run_child(const std::vector<std::string>& argv, int timeout_ms,
                       const std::vector<std::pair<std::string, std::string>>& extra_env) {
   ChildResult r;

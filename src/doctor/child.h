@@ -27,4 +27,7 @@ ChildResult run_child(const std::vector<std::string>& argv, int timeout_ms,
 // This executable's path (/proc/self/exe), for re-running the doctor as a child.
 std::string self_executable();
 
+// The last non-empty line of a child's stdout: its answer (what comes before is stray output from libraries).
+std::string last_output_line(const std::string& out);
+
 }  // namespace steadyocr::doctor

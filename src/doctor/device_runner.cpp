@@ -64,15 +64,7 @@ void run_in_child(const DeviceCheckOptions& o, int level, const std::string& che
                            ev));
     return;
   }
-  // The answer is the last line of stdout; anything before it is stray output from libraries.
-  std::string line;
-  size_t end = cr.out.find_last_not_of("\n ");
-  if (end != std::string::npos) {
-    size_t start = cr.out.rfind('\n', end);
-    line = cr.out.substr(start == std::string::npos ? 0 : start + 1,
-                         end + 1 - (start == std::string::npos ? 0 : start + 1));
-  }
-  nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
+  nlohmann::json j = nlohmann::json::parse(last_output_line(cr.out), nullptr, false);
   if (j.is_discarded() || !j.is_object()) {
     ev["exit_code"] = cr.exit_code;
     ev["stdout_tail"] = tail(cr.out, 600);

@@ -4,6 +4,7 @@
 
 #include "doctor/environment.h"
 #include "doctor/knowledge_base.h"
+#include "doctor/vulkan_chain.h"
 
 #ifndef STEADYOCR_VERSION
 #define STEADYOCR_VERSION "dev"
@@ -54,6 +55,13 @@ DoctorReport run_doctor(const DoctorOptions& options) {
     }
     report.layers.push_back(std::move(layer));
   }
+  // Independent of the layers: a machine without an NVIDIA driver may still have a usable Vulkan device.
+  if (options.vulkan) {
+    report.vulkan = run_vulkan_chain({options.device.check_timeout_ms, options.device.executable}, l1);
+  } else {
+    report.vulkan.not_run_reason = "turned off by --no-vulkan";
+    report.vulkan.summary = "Vulkan chain not run (--no-vulkan)";
+  }
   finalize(report);
   report.elapsed_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   return report;
@@ -79,6 +87,39 @@ nlohmann::json check_json(const CheckResult& c) {
           {"fix", c.fix},
           {"remediation", c.remediation},
           {"required", c.required}};
+}
+
+// The Vulkan section: its own checks (layer "vulkan"), kept out of "layers", "counts" and "findings" so those keep
+// meaning the GPU chain that decides the exit status.
+nlohmann::json vulkan_json(const VulkanReport& v) {
+  nlohmann::json checks = nlohmann::json::array(), findings = nlohmann::json::array();
+  for (const auto& c : v.checks) {
+    nlohmann::json cj = check_json(c);
+    cj["layer"] = "vulkan";
+    checks.push_back(cj);
+    if (c.status != CheckStatus::kPass || !c.code.empty()) findings.push_back(cj);
+  }
+  nlohmann::json devices = nlohmann::json::array();
+  for (const auto& d : v.devices) {
+    auto or_null = [](const std::string& s) { return s.empty() ? nlohmann::json(nullptr) : nlohmann::json(s); };
+    devices.push_back({{"vulkan_device", d.vulkan_device},
+                       {"name", d.name},
+                       {"type", d.type},
+                       {"uuid", d.uuid},
+                       {"pci_bus_id", or_null(d.pci_bus_id)},
+                       {"cuda_device", d.cuda_device >= 0 ? nlohmann::json(d.cuda_device) : nlohmann::json(nullptr)},
+                       {"matched_by", or_null(d.matched_by)},
+                       {"cuda_name", or_null(d.cuda_name)},
+                       {"nvml_device", d.nvml_device >= 0 ? nlohmann::json(d.nvml_device) : nlohmann::json(nullptr)},
+                       {"text", link_text(d)}});
+  }
+  const char* status = v.ran ? layer_status_name(summarize_layer(v.checks)) : "not_run";
+  return {{"status", status},
+          {"not_run_reason", v.not_run_reason.empty() ? nlohmann::json(nullptr) : nlohmann::json(v.not_run_reason)},
+          {"summary", v.summary},
+          {"checks", checks},
+          {"findings", findings},
+          {"devices", devices}};
 }
 }  // namespace
 
@@ -114,6 +155,7 @@ nlohmann::json report_to_json(const DoctorReport& report) {
   j["counts"] = counts;
   j["layers"] = layers;
   j["findings"] = findings;
+  j["vulkan"] = vulkan_json(report.vulkan);
   j["environment"] = report.environment;
   return j;
 }

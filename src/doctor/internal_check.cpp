@@ -1,4 +1,5 @@
-// The child side of layers 3-4: load the plugin, run one check, print one JSON line, exit at once.
+// The child side of layers 3-4 and of the Vulkan chain: load the plugin, run one check, print one JSON line, exit at
+// once.
 #include <unistd.h>
 
 #include <cstdio>
@@ -7,6 +8,7 @@
 
 #include "backends/cuda/diagnostics.h"
 #include "doctor/device_checks.h"
+#include "doctor/vulkan_chain.h"
 #include "runtime/cuda_plugin.h"
 
 namespace steadyocr::doctor {
@@ -133,6 +135,8 @@ ChildCheckResult run_plugin_check(const PluginFacts& plugin, const std::string& 
 ChildCheckResult dispatch(const std::string& name, const std::string& args_json) {
   nlohmann::json args = nlohmann::json::parse(args_json.empty() ? "{}" : args_json, nullptr, false);
   if (args.is_discarded() || !args.is_object()) return could_not_run("--internal-args is not a JSON object");
+  // The Vulkan chain needs no CUDA: it runs on machines without an NVIDIA driver, so before the CUDA plugin loads.
+  if (name == kVulkanChainCheck) return vulkan_chain_child();
   PluginFacts plugin = probe_plugin();
   if (!plugin.api_ok) {
     std::string why = !plugin.found ? "plugin not found" : !plugin.loaded ? plugin.dlopen_error : plugin.api_problem;

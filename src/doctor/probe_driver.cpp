@@ -27,6 +27,18 @@ EnvVar env_var(const char* name) {
   return v;
 }
 
+// 16 bytes as NVML prints a GPU's UUID: GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx.
+std::string format_gpu_uuid(const unsigned char* id) {
+  static const char* kHex = "0123456789abcdef";
+  std::string s = "GPU-";
+  for (int i = 0; i < 16; ++i) {
+    if (i == 4 || i == 6 || i == 8 || i == 10) s += '-';
+    s += kHex[id[i] >> 4];
+    s += kHex[id[i] & 15];
+  }
+  return s;
+}
+
 std::string trim(const std::string& s) {
   size_t b = s.find_first_not_of(" \t"), e = s.find_last_not_of(" \t");
   return b == std::string::npos ? "" : s.substr(b, e - b + 1);
@@ -40,6 +52,7 @@ using CuDeviceGetNameFn = int (*)(char*, int, int);
 using CuDeviceGetAttributeFn = int (*)(int*, int, int);
 using CuDeviceTotalMemFn = int (*)(size_t*, int);
 using CuGetErrorTextFn = int (*)(int, const char**);
+using CuDeviceGetUuidFn = int (*)(unsigned char*, int);  // CUuuid is 16 bytes
 constexpr int kAttrSmCount = 16, kAttrEcc = 32, kAttrCcMajor = 75, kAttrCcMinor = 76;
 
 // NVML, likewise.
@@ -184,6 +197,8 @@ DriverFacts probe_driver() {
   auto dev_attr = reinterpret_cast<CuDeviceGetAttributeFn>(lib.symbol("cuDeviceGetAttribute"));
   auto dev_mem = reinterpret_cast<CuDeviceTotalMemFn>(lib.symbol("cuDeviceTotalMem_v2"));
   auto dev_pci = reinterpret_cast<CuDeviceGetNameFn>(lib.symbol("cuDeviceGetPCIBusId"));
+  auto dev_uuid = reinterpret_cast<CuDeviceGetUuidFn>(lib.symbol("cuDeviceGetUuid_v2"));
+  if (!dev_uuid) dev_uuid = reinterpret_cast<CuDeviceGetUuidFn>(lib.symbol("cuDeviceGetUuid"));
   if (!count) return f;
   int n = 0;
   f.device_count_result = count(&n);
@@ -196,6 +211,8 @@ DriverFacts probe_driver() {
     char buf[256] = {};
     if (dev_name && dev_name(buf, sizeof(buf), dev) == 0) d.name = buf;
     if (dev_pci && dev_pci(buf, sizeof(buf), dev) == 0) d.pci_bus_id = buf;
+    unsigned char id[16] = {};
+    if (dev_uuid && dev_uuid(id, dev) == 0) d.uuid = format_gpu_uuid(id);
     if (dev_attr) {
       dev_attr(&d.cc_major, kAttrCcMajor, dev);
       dev_attr(&d.cc_minor, kAttrCcMinor, dev);
@@ -329,6 +346,7 @@ nlohmann::json to_json(const DriverFacts& f) {
     devs.push_back({{"index", d.index},
                     {"name", d.name},
                     {"pci_bus_id", d.pci_bus_id},
+                    {"uuid", d.uuid},
                     {"compute_capability", std::to_string(d.cc_major) + "." + std::to_string(d.cc_minor)},
                     {"sm_count", d.sm_count},
                     {"total_mib", d.total_bytes >> 20},

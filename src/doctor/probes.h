@@ -36,6 +36,7 @@ struct DriverDevice {
   int index = 0;
   std::string name;
   std::string pci_bus_id;
+  std::string uuid;  // "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx" (cuDeviceGetUuid), as NVML and nvidia-smi -L print it
   int cc_major = 0, cc_minor = 0;
   int sm_count = 0;
   size_t total_bytes = 0;

@@ -1,8 +1,9 @@
-// The human form of a doctor report: a table (layer, check, status, code, evidence, fix), the findings in
-// full, and the verdict.
+// The human form of a doctor report: a table (layer, check, status, code, evidence, fix), the Vulkan block, the
+// findings in full, and the verdict.
 #include <fmt/format.h>
 
 #include "doctor/doctor.h"
+#include "doctor/vulkan_chain.h"
 
 #ifndef STEADYOCR_VERSION
 #define STEADYOCR_VERSION "dev"
@@ -64,17 +65,30 @@ std::string render_report_text(const DoctorReport& report) {
       lname.clear();
     }
   }
-  std::string details;
-  for (const auto& layer : report.layers) {
-    for (const auto& c : layer.checks) {
-      if (c.code.empty() || (c.status == CheckStatus::kSkipped && c.code == "DOCTOR_PREREQUISITE_FAILED")) continue;
-      if (c.status == CheckStatus::kPass && c.severity == Severity::kInfo && c.code.empty()) continue;
-      details += fmt::format("\n[{}] {}  (layer {} {}, check {})\n", upper(status_name(c.status)), c.code, c.level,
-                             layer_name(c.level), c.check);
-      details += "  seen: " + wrap(c.summary, 110, "        ") + "\n";
-      details += "  fix:  " + wrap(c.remediation, 110, "        ") + "\n";
-    }
+  // The Vulkan chain: its own block, same columns, then which CUDA device each Vulkan device is.
+  const VulkanReport& vk = report.vulkan;
+  out += "\nVulkan (the vulkan rung; warnings only: the exit status follows layers 1-4)\n";
+  if (!vk.ran) out += fmt::format("{:<13} ({})\n", "vulkan", vk.not_run_reason.empty() ? "not run" : vk.not_run_reason);
+  std::string vname = "vulkan";
+  for (const auto& c : vk.checks) {
+    out += fmt::format("{:<13} {:<{}} {:<{}} {:<{}} {:<{}} {}\n", vname, fit(c.check, kCheckW), kCheckW,
+                       upper(status_name(c.status)), kStatusW, c.code.empty() ? "-" : fit(c.code, kCodeW), kCodeW,
+                       fit(c.summary, kEvidenceW), kEvidenceW, c.fix.empty() ? "" : fit(c.fix, kFixW));
+    vname.clear();
   }
+  for (const auto& d : vk.devices) out += "  " + link_text(d) + "\n";
+  if (vk.ran) out += "  " + wrap(vk.summary, 116, "    ") + "\n";
+
+  std::string details;
+  auto add_details = [&](const CheckResult& c, const std::string& where) {
+    if (c.code.empty() || (c.status == CheckStatus::kSkipped && c.code == "DOCTOR_PREREQUISITE_FAILED")) return;
+    details += fmt::format("\n[{}] {}  ({}, check {})\n", upper(status_name(c.status)), c.code, where, c.check);
+    details += "  seen: " + wrap(c.summary, 110, "        ") + "\n";
+    details += "  fix:  " + wrap(c.remediation, 110, "        ") + "\n";
+  };
+  for (const auto& layer : report.layers)
+    for (const auto& c : layer.checks) add_details(c, fmt::format("layer {} {}", c.level, layer_name(c.level)));
+  for (const auto& c : vk.checks) add_details(c, "vulkan");
   if (!details.empty()) out += "\nFindings\n" + details;
   out += "\n" + wrap("Verdict: " + report.verdict + ".", 118, "  ") + "\n";
   out += fmt::format("Exit status {}: level {} requested, layers passed up to {}.\n", exit_code(report),

@@ -57,12 +57,33 @@ struct LayerResult {
 LayerStatus summarize_layer(const std::vector<CheckResult>& checks);
 bool layer_ok(LayerStatus s);  // pass or warn
 
+// Which CUDA device a Vulkan device is (same PCI bus id, or same UUID), for the "Vulkan device 0 = CUDA device 0" line.
+struct VulkanDeviceLink {
+  int vulkan_device = 0;  // index among the usable Vulkan devices (the vulkan backend's device index)
+  std::string name, type, uuid, pci_bus_id;
+  int cuda_device = -1;    // -1: no CUDA device in this process is this one
+  std::string matched_by;  // "pci_bus_id" | "uuid" | "" (no match)
+  std::string cuda_name, cuda_pci_bus_id;
+  int nvml_device = -1;  // an NVML GPU with this UUID that CUDA does not show (CUDA_VISIBLE_DEVICES), else -1
+};
+
+// The Vulkan chain: the stack the vulkan rung needs, checked apart from layers 1-4 and never part of the verdict or
+// the exit status (its findings are warnings at most).
+struct VulkanReport {
+  bool ran = false;
+  std::string not_run_reason;  // "--no-vulkan"
+  std::vector<CheckResult> checks;
+  std::vector<VulkanDeviceLink> devices;
+  std::string summary;  // one line: usable or not, and which device the rung would use
+};
+
 struct DoctorReport {
   int requested_level = 4;
   int passed_level = 0;  // highest level L such that layers 1..L all passed (warnings allowed)
   bool ok = false;       // passed_level >= requested_level
   std::vector<LayerResult> layers;
   nlohmann::json environment = nlohmann::json::object();
+  VulkanReport vulkan;
   std::string verdict;  // one sentence: what works, what broke, what runs instead
   double elapsed_ms = 0;
 };

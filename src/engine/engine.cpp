@@ -84,7 +84,7 @@ Result<std::unique_ptr<OcrEngine>> OcrEngine::create(const EngineOptions& option
                 r, ruled_out.back().second.code);
       continue;
     }
-    if (options.ladder.empty() && r == "vulkan") {
+    if (options.ladder.empty() && rungs.size() > 1 && r == "vulkan") {
       std::string why;
       if (runtime::vulkan_ladder_device(&why) < 0) {
         // No Vulkan GPU here (no plugin, no loader or driver, or only lavapipe): nothing for the rung to serve on.
@@ -101,6 +101,9 @@ Result<std::unique_ptr<OcrEngine>> OcrEngine::create(const EngineOptions& option
     if (f.detail.empty()) f.detail = s.message();
     log::info("engine", "{} cannot serve: {} ({})", r, f.code, s.message());
     ruled_out.emplace_back(r, f);
+  }
+  if (serving.empty() && ruled_out.empty()) {
+    return unavailable("no backend can serve: every rung was skipped at start (see the INFO lines above)");
   }
   if (serving.empty()) {
     std::string why;

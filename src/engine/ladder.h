@@ -1,6 +1,6 @@
-// The fallback ladder: rungs best first (cuda-fp32 → cuda-fp16 → cuda-fp32-nocudnn → cpu → reference). A rung is used
-// only once qualified; every step down and every climb back is an event with a reason code, logged at WARN, counted in
-// steadyocr_fallback_total{from,to,reason} and kept for results. Degraded rungs are re-probed with back-off.
+// The fallback ladder: rungs best first (cuda-fp32 → cuda-fp16 → cuda-fp32-nocudnn → vulkan → cpu → reference). A rung
+// is used only once qualified; every step down and every climb back is an event with a reason code, logged at WARN,
+// counted in steadyocr_fallback_total{from,to,reason} and kept for results. Degraded rungs are re-probed with back-off.
 #pragma once
 
 #include <chrono>

@@ -85,6 +85,30 @@ TEST_F(CliFallback, NoGpuIsReportedNeverSilent) {
   for (auto& [name, res] : j.items()) EXPECT_TRUE(res.contains("fallbacks"));
 }
 
+// The Vulkan rung: with CUDA out (the plugin moved away) `--backend auto` lands on vulkan, visibly, and reads what the
+// cpu backend reads. Lavapipe (a CPU Vulkan device) stands in for the GPU in CI: STEADYOCR_VULKAN_CPU_DEVICES=1 puts
+// it on the ladder.
+TEST_F(CliFallback, WithCudaOutTheLadderLandsOnVulkan) {
+  const std::string env = "STEADYOCR_VULKAN_CPU_DEVICES=1 STEADYOCR_CUDA_PLUGIN=/nonexistent/libsteadyocr_cuda13.so";
+  CliResult r = run(env, args("-q"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  const std::string backend = j.begin().value()["backend"];
+  if (backend == "cpu") GTEST_SKIP() << "no Vulkan device here (the cpu rung serves): " << r.err;
+  EXPECT_EQ(backend, "vulkan");
+  // Named with the finding that ruled CUDA out (no driver here; PLUGIN_NOT_FOUND on a GPU machine).
+  EXPECT_NE(r.err.find("cuda-fp32 -> vulkan: "), std::string::npos) << r.err;
+  for (auto& [name, res] : j.items()) {
+    EXPECT_EQ(res["rung"], "vulkan") << name;
+    ASSERT_TRUE(res.contains("fallbacks")) << name;
+    ASSERT_FALSE(res["fallbacks"].empty()) << name;
+    EXPECT_EQ(res["fallbacks"][0]["to"], "vulkan") << name;
+  }
+  CliResult cpu = run("", args("--backend cpu -q"));
+  ASSERT_EQ(cpu.code, 0) << cpu.err;
+  EXPECT_EQ(texts(j), texts(nlohmann::json::parse(cpu.out)));
+}
+
 TEST_F(CliFallback, RequireGpuTurnsMissingGpuIntoAnError) {
   CliResult r = run("", args("--require-gpu -q"));
   if (r.code == 0) GTEST_SKIP() << "a GPU serves here";

@@ -26,7 +26,9 @@ std::set<std::string> codes_in_sources() {
        {"src/doctor/layer1_visibility.cpp", "src/doctor/layer2_abi.cpp", "src/doctor/device_runner.cpp",
         "src/doctor/internal_check.cpp", "src/doctor/backend_checks.cpp", "src/doctor/backend_workers.cpp",
         "src/backends/cuda/diagnostics.cpp", "src/backends/cuda/diagnostics_conv.cpp",
-        "src/backends/cuda/diagnostics_streams.cpp"}) {
+        "src/backends/cuda/diagnostics_streams.cpp", "src/doctor/vulkan_chain.cpp", "src/runtime/vulkan_plugin.cpp",
+        "src/backends/vulkan/vk_api.cpp", "src/backends/vulkan/device.cpp", "src/backends/vulkan/backend.cpp",
+        "src/backends/vulkan/plugin.cpp"}) {
     std::string text = read_file(std::string(STEADYOCR_SOURCE_DIR) + "/" + file);
     EXPECT_FALSE(text.empty()) << file;
     for (std::sregex_iterator it(text.begin(), text.end(), code_re), end; it != end; ++it) codes.insert((*it)[1]);

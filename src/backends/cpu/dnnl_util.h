@@ -65,6 +65,5 @@ Status dnnl_try(const std::string& what, F&& fn) {
 }
 
 // 64-bit content hash (for the weight cache).
-uint64_t hash_bytes(const void* data, size_t n, uint64_t seed = 0);
 
 }  // namespace steadyocr::cpu

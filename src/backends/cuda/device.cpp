@@ -5,6 +5,7 @@
 
 #include <cstring>
 
+#include "backends/common/content_hash.h"
 #include "backends/cuda/check.h"
 #include "core/half.h"
 #include "core/log.h"
@@ -25,30 +26,6 @@ size_t round_up(size_t n, size_t g) {
 }
 
 constexpr size_t kMaxCachedPinned = size_t{512} << 20;
-
-uint64_t mix(uint64_t h) {
-  h ^= h >> 33;
-  h *= 0xff51afd7ed558ccdull;
-  h ^= h >> 33;
-  return h;
-}
-
-// Content hash of weights (a few MiB per model; runs once per plan): four independent lanes over 8-byte words.
-uint64_t hash_bytes(const void* data, size_t n) {
-  const auto* p = static_cast<const uint8_t*>(data);
-  uint64_t h[4] = {0x9e3779b97f4a7c15ull, 0xc2b2ae3d27d4eb4full, 0x165667b19e3779f9ull, 0x27d4eb2f165667c5ull};
-  size_t i = 0;
-  for (; i + 32 <= n; i += 32) {
-    for (int l = 0; l < 4; ++l) {
-      uint64_t w;
-      std::memcpy(&w, p + i + 8 * l, 8);
-      h[l] = (h[l] ^ w) * 0x100000001b3ull + (h[l] >> 29);
-    }
-  }
-  uint64_t r = mix(h[0]) ^ mix(h[1] + 1) ^ mix(h[2] + 2) ^ mix(h[3] + 3) ^ n;
-  for (; i < n; ++i) r = (r ^ p[i]) * 0x100000001b3ull;
-  return mix(r);
-}
 
 // Releases what a lane holds (any part may be missing when its creation failed half-way).
 void destroy_lane(Lane* lane) {
@@ -246,7 +223,7 @@ Result<DeviceMemoryPtr> CudaDevice::weight(const Tensor& t, DType dt) {
   // Keyed on the source content, so a hit costs one hash and no conversion.
   Stopwatch hash_sw;
   std::string key = fmt::format("{}>{}:{}:{:016x}", dtype_name(t.dtype()), dtype_name(dt), t.nbytes(),
-                                hash_bytes(t.raw(), t.nbytes()));
+                                common::hash_bytes(t.raw(), t.nbytes()));
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = weights_.find(key);

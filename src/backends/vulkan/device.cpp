@@ -218,15 +218,49 @@ Status vk_error(VkResult r, const std::string& what) {
 }
 
 DeviceBuffer::DeviceBuffer(std::shared_ptr<Device> device, VkBuffer buffer, VkDeviceMemory memory, size_t bytes,
-                           void* map)
-    : device_(std::move(device)), buffer_(buffer), memory_(memory), bytes_(bytes), map_(map) {}
+                           void* map, Memory kind)
+    : device_(std::move(device)), buffer_(buffer), memory_(memory), bytes_(bytes), map_(map), kind_(kind) {}
 
 DeviceBuffer::~DeviceBuffer() {
+  device_->recycle({buffer_, memory_, bytes_, map_}, kind_);
+}
+
+void Device::free_now(const Free& f) {
   const VkApi& a = vkapi();
-  if (map_) a.vkUnmapMemory(device_->handle(), memory_);
-  a.vkDestroyBuffer(device_->handle(), buffer_, nullptr);
-  a.vkFreeMemory(device_->handle(), memory_, nullptr);
-  device_->release(bytes_);
+  if (f.map) a.vkUnmapMemory(device_, f.memory);
+  a.vkDestroyBuffer(device_, f.buffer, nullptr);
+  a.vkFreeMemory(device_, f.memory, nullptr);
+  in_use_ -= f.bytes;
+}
+
+void Device::recycle(const Free& f, Memory kind) {
+  {
+    std::lock_guard<std::mutex> lock(pool_mu_);
+    if (!lost_ && pooled_bytes_ + f.bytes <= kPoolBytes) {
+      pool_[static_cast<size_t>(kind)].emplace(f.bytes, f);
+      pooled_bytes_ += f.bytes;
+      return;
+    }
+  }
+  free_now(f);
+}
+
+void Device::drop_pool() {
+  std::vector<Free> all;
+  {
+    std::lock_guard<std::mutex> lock(pool_mu_);
+    for (auto& p : pool_) {
+      for (auto& [bytes, f] : p) all.push_back(f);
+      p.clear();
+    }
+    pooled_bytes_ = 0;
+  }
+  for (const Free& f : all) free_now(f);
+}
+
+size_t Device::bytes_pooled() const {
+  std::lock_guard<std::mutex> lock(pool_mu_);
+  return pooled_bytes_;
 }
 
 Result<std::shared_ptr<Device>> Device::create(int index, size_t memory_budget_bytes) {
@@ -291,6 +325,7 @@ Device::~Device() {
   const VkApi& a = vkapi();
   if (!device_) return;
   a.vkDeviceWaitIdle(device_);
+  drop_pool();
   for (VkPipeline p : pipelines_) {
     if (p) a.vkDestroyPipeline(device_, p, nullptr);
   }
@@ -323,6 +358,19 @@ int Device::memory_type(uint32_t bits, Memory kind) const {
 Result<std::unique_ptr<DeviceBuffer>> Device::allocate(size_t bytes, Memory kind, const std::string& what) {
   if (lost_) return vk_status(StatusCode::kDeviceFault, "L3_VULKAN_DEVICE_LOST", "the Vulkan device was lost");
   bytes = (std::max<size_t>(bytes, 4) + 3) / 4 * 4;  // whole words (byte tensors are written four at a time)
+  {
+    // A free buffer of the kind, at least as large and at most twice as large: no driver call.
+    std::lock_guard<std::mutex> lock(pool_mu_);
+    auto& pool = pool_[static_cast<size_t>(kind)];
+    auto it = pool.lower_bound(bytes);
+    if (it != pool.end() && it->first <= 2 * bytes) {
+      const Free f = it->second;
+      pool.erase(it);
+      pooled_bytes_ -= f.bytes;
+      return std::make_unique<DeviceBuffer>(shared_from_this(), f.buffer, f.memory, f.bytes, f.map, kind);
+    }
+  }
+  if (budget_ && in_use_.load() + bytes > budget_ && bytes_pooled() > 0) drop_pool();  // free buffers first
   if (budget_ && in_use_.load() + bytes > budget_) {
     return Status(StatusCode::kResourceExhausted,
                   fmt::format("{}: {:.1f} MiB more would pass the Vulkan memory budget ({:.1f} of {:.1f} MiB in use); "
@@ -363,7 +411,7 @@ Result<std::unique_ptr<DeviceBuffer>> Device::allocate(size_t bytes, Memory kind
     return vk_error(r, fmt::format("binding/mapping memory ({})", what));
   }
   in_use_ += req.size;
-  return std::make_unique<DeviceBuffer>(shared_from_this(), buf, mem, req.size, map);
+  return std::make_unique<DeviceBuffer>(shared_from_this(), buf, mem, req.size, map, kind);
 }
 
 Result<VkPipeline> Device::pipeline(Shader s) {

@@ -5,6 +5,7 @@
 
 #include <array>
 #include <atomic>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -34,10 +35,14 @@ Status vk_error(VkResult r, const std::string& what);
 
 class Device;
 
-// A buffer and its memory; freed (and uncounted) on destruction.
+enum class Memory : uint8_t { kDevice, kHostUpload, kHostReadback };
+
+// A buffer and its memory; on destruction handed back to the device's pool of free buffers (reused by the next
+// plan of a similar size) or freed (and uncounted).
 class DeviceBuffer {
  public:
-  DeviceBuffer(std::shared_ptr<Device> device, VkBuffer buffer, VkDeviceMemory memory, size_t bytes, void* map);
+  DeviceBuffer(std::shared_ptr<Device> device, VkBuffer buffer, VkDeviceMemory memory, size_t bytes, void* map,
+               Memory kind);
   ~DeviceBuffer();
   DeviceBuffer(const DeviceBuffer&) = delete;
   DeviceBuffer& operator=(const DeviceBuffer&) = delete;
@@ -51,9 +56,8 @@ class DeviceBuffer {
   VkDeviceMemory memory_;
   size_t bytes_;
   void* map_;
+  Memory kind_;
 };
-
-enum class Memory : uint8_t { kDevice, kHostUpload, kHostReadback };
 
 class Device : public std::enable_shared_from_this<Device> {
  public:
@@ -65,7 +69,9 @@ class Device : public std::enable_shared_from_this<Device> {
   size_t storage_alignment() const { return storage_alignment_; }
 
   Result<std::unique_ptr<DeviceBuffer>> allocate(size_t bytes, Memory kind, const std::string& what);
+  // Device memory held: buffers in use plus the free ones kept for reuse.
   size_t bytes_in_use() const { return in_use_.load(); }
+  size_t bytes_pooled() const;
   size_t budget() const { return budget_; }
 
   // The cached pipeline of a shader (made on first use).
@@ -84,7 +90,17 @@ class Device : public std::enable_shared_from_this<Device> {
  private:
   friend class DeviceBuffer;
   Device() = default;
-  void release(size_t bytes) { in_use_ -= bytes; }
+  struct Free {
+    VkBuffer buffer;
+    VkDeviceMemory memory;
+    size_t bytes;
+    void* map;
+  };
+  // A buffer coming back: kept for reuse while the pool holds less than kPoolBytes, else freed.
+  void recycle(const Free& f, Memory kind);
+  void free_now(const Free& f);
+  void drop_pool();
+  static constexpr size_t kPoolBytes = size_t{512} << 20;
   int memory_type(uint32_t bits, Memory kind) const;
 
   SoVkDeviceInfo info_{};
@@ -102,6 +118,9 @@ class Device : public std::enable_shared_from_this<Device> {
   std::mutex pipelines_mu_;
   std::array<VkPipeline, static_cast<size_t>(Shader::kCount)> pipelines_{};
   std::mutex queue_mu_;
+  mutable std::mutex pool_mu_;
+  std::multimap<size_t, Free> pool_[3];  // per Memory kind, by size
+  size_t pooled_bytes_ = 0;
 };
 
 }  // namespace steadyocr::vk

@@ -4,6 +4,7 @@
 
 #include <cstring>
 
+#include "backends/common/content_hash.h"
 #include "backends/common/schedule.h"
 
 namespace steadyocr::vk {
@@ -17,51 +18,83 @@ size_t round_up(size_t v, size_t a) {
 
 }  // namespace
 
-Result<std::shared_ptr<DeviceBuffer>> WeightCache::upload(const void* data, size_t bytes, const std::string& name) {
-  ASSIGN_OR_RETURN(std::unique_ptr<DeviceBuffer> staging, device_->allocate(bytes, Memory::kHostUpload, name));
-  std::memcpy(staging->map(), data, bytes);
-  ASSIGN_OR_RETURN(std::unique_ptr<DeviceBuffer> dst, device_->allocate(bytes, Memory::kDevice, name));
+constexpr size_t kChunkBytes = size_t{16} << 20;
+
+WeightCache::~WeightCache() {
   const VkApi& a = vkapi();
-  VkCommandPoolCreateInfo pci{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
-  pci.queueFamilyIndex = device_->queue_family();
-  VkCommandPool pool = VK_NULL_HANDLE;
-  VkResult r = a.vkCreateCommandPool(device_->handle(), &pci, nullptr, &pool);
-  if (r != VK_SUCCESS) return vk_error(r, "vkCreateCommandPool (weight upload)");
-  VkFence fence = VK_NULL_HANDLE;
-  VkFenceCreateInfo fci{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
-  r = a.vkCreateFence(device_->handle(), &fci, nullptr, &fence);
-  VkCommandBuffer cb = VK_NULL_HANDLE;
-  VkCommandBufferAllocateInfo ai{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
-  ai.commandPool = pool;
-  ai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
-  ai.commandBufferCount = 1;
-  if (r == VK_SUCCESS) r = a.vkAllocateCommandBuffers(device_->handle(), &ai, &cb);
-  Status st = Status::ok();
-  if (r == VK_SUCCESS) {
-    VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
-    bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
-    a.vkBeginCommandBuffer(cb, &bi);
-    VkBufferCopy c{0, 0, bytes};
-    a.vkCmdCopyBuffer(cb, staging->buffer(), dst->buffer(), 1, &c);
-    a.vkEndCommandBuffer(cb);
-    st = device_->submit_and_wait(cb, fence, "uploading weights");
-  } else {
-    st = vk_error(r, "preparing a weight upload");
-  }
-  if (fence) a.vkDestroyFence(device_->handle(), fence, nullptr);
-  a.vkDestroyCommandPool(device_->handle(), pool, nullptr);
-  RETURN_IF_ERROR(st);
-  return std::shared_ptr<DeviceBuffer>(std::move(dst));
+  if (fence_) a.vkDestroyFence(device_->handle(), fence_, nullptr);
+  if (pool_) a.vkDestroyCommandPool(device_->handle(), pool_, nullptr);
 }
 
-Result<std::shared_ptr<DeviceBuffer>> WeightCache::get(const Tensor& t, const std::string& name) {
+size_t WeightCache::bytes() const {
   std::lock_guard<std::mutex> lock(mu_);
-  const auto key = std::make_pair(t.raw(), t.nbytes());
+  return bytes_;
+}
+
+Status WeightCache::upload_locked(const void* data, size_t bytes, const WeightRef& dst) {
+  const VkApi& a = vkapi();
+  VkResult r;
+  if (!pool_) {
+    VkCommandPoolCreateInfo pci{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
+    pci.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
+    pci.queueFamilyIndex = device_->queue_family();
+    if ((r = a.vkCreateCommandPool(device_->handle(), &pci, nullptr, &pool_)) != VK_SUCCESS) {
+      pool_ = VK_NULL_HANDLE;
+      return vk_error(r, "vkCreateCommandPool (weights)");
+    }
+    VkCommandBufferAllocateInfo ai{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
+    ai.commandPool = pool_;
+    ai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+    ai.commandBufferCount = 1;
+    if ((r = a.vkAllocateCommandBuffers(device_->handle(), &ai, &cb_)) != VK_SUCCESS) {
+      return vk_error(r, "vkAllocateCommandBuffers (weights)");
+    }
+    VkFenceCreateInfo fci{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+    if ((r = a.vkCreateFence(device_->handle(), &fci, nullptr, &fence_)) != VK_SUCCESS) {
+      return vk_error(r, "vkCreateFence (weights)");
+    }
+  }
+  if (!staging_ || staging_->bytes() < bytes) {
+    staging_.reset();
+    ASSIGN_OR_RETURN(staging_,
+                     device_->allocate(std::max(bytes, size_t{4} << 20), Memory::kHostUpload, "weight staging"));
+  }
+  std::memcpy(staging_->map(), data, bytes);
+  VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+  bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
+  if ((r = a.vkBeginCommandBuffer(cb_, &bi)) != VK_SUCCESS) return vk_error(r, "vkBeginCommandBuffer (weights)");
+  VkBufferCopy c{0, dst.offset, bytes};
+  a.vkCmdCopyBuffer(cb_, staging_->buffer(), dst.chunk->buffer(), 1, &c);
+  if ((r = a.vkEndCommandBuffer(cb_)) != VK_SUCCESS) return vk_error(r, "vkEndCommandBuffer (weights)");
+  return device_->submit_and_wait(cb_, fence_, "uploading weights");
+}
+
+Result<WeightRef> WeightCache::get(const void* data, size_t bytes, const std::string& name) {
+  const auto key = std::make_pair(common::hash_bytes(data, bytes), bytes);
+  std::lock_guard<std::mutex> lock(mu_);
   auto it = cache_.find(key);
-  if (it != cache_.end()) return it->second.buffer;
-  ASSIGN_OR_RETURN(std::shared_ptr<DeviceBuffer> b, upload(t.raw(), t.nbytes(), "weight " + name));
-  cache_[key] = Entry{t, b};
-  return b;
+  if (it != cache_.end()) return it->second;
+  const size_t align = device_->storage_alignment();
+  const size_t need = round_up(std::max<size_t>(bytes, 4), align);
+  WeightRef ref;
+  if (need > kChunkBytes) {  // a weight of its own size
+    ASSIGN_OR_RETURN(std::unique_ptr<DeviceBuffer> own, device_->allocate(need, Memory::kDevice, "weight " + name));
+    ref.chunk = std::move(own);
+  } else {
+    if (chunks_.empty() || chunk_used_ + need > kChunkBytes) {
+      ASSIGN_OR_RETURN(std::unique_ptr<DeviceBuffer> c, device_->allocate(kChunkBytes, Memory::kDevice, "weights"));
+      chunks_.push_back(std::move(c));
+      chunk_used_ = 0;
+    }
+    ref.chunk = chunks_.back();
+    ref.offset = chunk_used_;
+    chunk_used_ += need;
+  }
+  ref.bytes = bytes;
+  RETURN_IF_ERROR(upload_locked(data, bytes, ref));
+  bytes_ += need;
+  cache_[key] = ref;
+  return ref;
 }
 
 int PlanBuilder::root_of(int id) const {
@@ -79,7 +112,7 @@ Result<int> PlanBuilder::in(const graph::Value* v) {
   if (it != of_value_.end()) return it->second;
   if (!v->is_constant()) return internal_error(fmt::format("value '{}' is read before it is written", v->name));
   if (v->constant.nbytes() == 0) return invalid_argument(fmt::format("constant '{}' is empty", v->name));
-  ASSIGN_OR_RETURN(std::shared_ptr<DeviceBuffer> w, weights_->get(v->constant, v->name));
+  ASSIGN_OR_RETURN(WeightRef w, weights_->get(v->constant.raw(), v->constant.nbytes(), v->name));
   Buf b;
   b.dtype = v->constant.dtype();
   b.shape = v->constant.shape();
@@ -120,7 +153,7 @@ int PlanBuilder::view(const graph::Value* v, int of) {
 }
 
 Status PlanBuilder::constant(const graph::Value* v, const Tensor& t) {
-  ASSIGN_OR_RETURN(std::shared_ptr<DeviceBuffer> w, weights_->upload(t.raw(), t.nbytes(), "constant " + v->name));
+  ASSIGN_OR_RETURN(WeightRef w, weights_->get(t.raw(), t.nbytes(), "constant " + v->name));
   Buf b;
   b.dtype = t.dtype();
   b.shape = t.shape();
@@ -134,8 +167,7 @@ Status PlanBuilder::constant(const graph::Value* v, const Tensor& t) {
 }
 
 Result<int> PlanBuilder::table(const std::vector<float>& values, const std::string& name) {
-  ASSIGN_OR_RETURN(std::shared_ptr<DeviceBuffer> w,
-                   weights_->upload(values.data(), values.size() * sizeof(float), "table " + name));
+  ASSIGN_OR_RETURN(WeightRef w, weights_->get(values.data(), values.size() * sizeof(float), "table " + name));
   Buf b;
   b.shape = {static_cast<int64_t>(values.size())};
   b.bytes = values.size() * sizeof(float);
@@ -286,8 +318,8 @@ Status Plan::record() {
     const Buf& x = bufs_[static_cast<size_t>(id)];
     const Buf& root = x.kind == BufKind::kView ? bufs_[static_cast<size_t>(x.root)] : x;
     if (root.kind == BufKind::kWeight) {
-      *buffer = root.weight->buffer();
-      *offset = 0;
+      *buffer = root.weight.chunk->buffer();
+      *offset = root.weight.offset;
     } else {
       *buffer = arena_->buffer();
       *offset = root.offset;

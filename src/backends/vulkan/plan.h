@@ -17,22 +17,35 @@
 
 namespace steadyocr::vk {
 
-// Weights uploaded once per backend and shared by its plans (keyed by the constant's storage).
+// A weight's place: a slice of one of the cache's chunks.
+struct WeightRef {
+  std::shared_ptr<DeviceBuffer> chunk;
+  size_t offset = 0;
+  size_t bytes = 0;
+};
+
+// Weights uploaded once per backend and shared by its plans, keyed by content (folded weights are new tensors for
+// every input shape, with the same bytes), sub-allocated from 16 MiB chunks of device memory, uploaded through one
+// staging buffer and command buffer kept for the purpose: a new input shape whose weights are known costs no upload.
 class WeightCache {
  public:
   explicit WeightCache(std::shared_ptr<Device> device) : device_(std::move(device)) {}
-  Result<std::shared_ptr<DeviceBuffer>> get(const Tensor& t, const std::string& name);
-  // Uploads host bytes into a new device buffer.
-  Result<std::shared_ptr<DeviceBuffer>> upload(const void* data, size_t bytes, const std::string& name);
+  ~WeightCache();
+  Result<WeightRef> get(const void* data, size_t bytes, const std::string& name);
+  size_t bytes() const;
 
  private:
+  Status upload_locked(const void* data, size_t bytes, const WeightRef& dst);
   std::shared_ptr<Device> device_;
-  std::mutex mu_;
-  struct Entry {
-    Tensor keep;  // holds the storage so that its address is not reused
-    std::shared_ptr<DeviceBuffer> buffer;
-  };
-  std::map<std::pair<const void*, size_t>, Entry> cache_;
+  mutable std::mutex mu_;
+  std::map<std::pair<uint64_t, size_t>, WeightRef> cache_;
+  std::vector<std::shared_ptr<DeviceBuffer>> chunks_;
+  size_t chunk_used_ = 0;
+  size_t bytes_ = 0;
+  std::unique_ptr<DeviceBuffer> staging_;
+  VkCommandPool pool_ = VK_NULL_HANDLE;
+  VkCommandBuffer cb_ = VK_NULL_HANDLE;
+  VkFence fence_ = VK_NULL_HANDLE;
 };
 
 enum class BufKind : uint8_t { kArena, kWeight, kView };
@@ -43,7 +56,7 @@ struct Buf {
   size_t bytes = 0;
   BufKind kind = BufKind::kArena;
   int root = -1;  // kView: the buffer holding the bytes
-  std::shared_ptr<DeviceBuffer> weight;
+  WeightRef weight;
   common::ArenaBuffer live;
   size_t offset = 0;  // arena offset of a kArena buffer
   std::string name;
