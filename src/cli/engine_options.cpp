@@ -25,7 +25,7 @@ void add_engine_flags(CLI::App* app, EngineArgs* args) {
   app->add_option("--backend", args->backend,
                   "auto (the ladder cuda-fp32 > cuda-fp16 > cuda-fp32-nocudnn > vulkan > cpu > reference, every step "
                   "down reported), or pin one of cuda-fp32, cuda-fp16, cuda-fp32-nocudnn, cuda-fp16-nocudnn, vulkan "
-                  "(compute shaders through the Vulkan driver, no CUDA), cpu, reference")
+                  "(compute shaders through the Vulkan driver, no CUDA), vulkan-fp16 (fp16 storage), cpu, reference")
       ->capture_default_str();
   add_cuda_plugin_flag(app);
   app->add_flag("--require-gpu", args->require_gpu,

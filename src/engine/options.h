@@ -30,8 +30,9 @@ inline const std::vector<std::string>& default_ladder() {
   return kLadder;
 }
 inline const std::vector<std::string>& known_rungs() {
-  static const std::vector<std::string> kRungs = {"cuda-fp32", "cuda-fp16", "cuda-fp32-nocudnn", "cuda-fp16-nocudnn",
-                                                  "vulkan",    "cpu",       "reference",         "cpu-worker"};
+  static const std::vector<std::string> kRungs = {
+      "cuda-fp32",   "cuda-fp16", "cuda-fp32-nocudnn", "cuda-fp16-nocudnn", "vulkan",
+      "vulkan-fp16", "cpu",       "reference",         "cpu-worker"};
   return kRungs;
 }
 

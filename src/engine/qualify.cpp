@@ -124,7 +124,7 @@ Result<std::unique_ptr<pipeline::Pipeline>> build_rung_pipeline(const std::strin
       if (!s.is_ok()) log::warn("fault", "could not arm {} in the CUDA plugin: {}", k, s.message());
       return s.is_ok();
     });
-  } else if (backend_name == "vulkan") {
+  } else if (backend_name.rfind("vulkan", 0) == 0) {
     runtime::BackendOptions bo;
     bo.gpu_memory_budget_bytes = options.gpu_mem_mb * (size_t{1} << 20);
     ASSIGN_OR_RETURN(backend, runtime::create_backend(backend_name, bo));

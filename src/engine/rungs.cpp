@@ -98,7 +98,9 @@ class WorkerRung : public Rung {
       metrics::set_gauge("steadyocr_gpu_memory_budget_bytes", {{"rung", name()}},
                          static_cast<double>(options_.gpu_mem_mb) * 1024 * 1024);
     }
-    if (name() == "vulkan") RETURN_IF_ERROR(vulkan_preflight(options_.backend.empty() || options_.backend == "auto"));
+    if (name().rfind("vulkan", 0) == 0) {
+      RETURN_IF_ERROR(vulkan_preflight(options_.backend.empty() || options_.backend == "auto"));
+    }
     std::lock_guard<std::mutex> lock(mu_);
     if (!supervisor_) {
       SupervisorOptions so;
@@ -209,7 +211,7 @@ bool is_worker_rung(const std::string& rung) {
   return is_device_rung(rung) || rung == "cpu-worker";
 }
 bool is_device_rung(const std::string& rung) {
-  return is_gpu_rung(rung) || rung == "vulkan";
+  return is_gpu_rung(rung) || rung.rfind("vulkan", 0) == 0;
 }
 int worker_in_flight(const EngineOptions& options, const std::string& rung) {
   if (options.worker_concurrency > 0) return options.worker_concurrency;

@@ -12,8 +12,11 @@
 namespace steadyocr::runtime {
 
 int vulkan_device() {
-  if (const char* v = std::getenv("STEADYOCR_VULKAN_DEVICE"); v && *v) return std::atoi(v);
   const auto& devices = vulkan_plugin_status().devices;
+  if (const char* v = std::getenv("STEADYOCR_VULKAN_DEVICE"); v && *v) {
+    const int i = std::atoi(v);
+    return i >= 0 && i < static_cast<int>(devices.size()) ? i : 0;
+  }
   for (size_t i = 0; i < devices.size(); ++i) {
     if (!vulkan_device_is_cpu(devices[i])) return static_cast<int>(i);
   }
@@ -34,7 +37,11 @@ std::vector<std::string> available_backends() {
   }
   // Every Vulkan device counts here, lavapipe included (the op cases and tests run on it); the ladder is choosier
   // (vulkan_ladder_device).
-  if (!vulkan_plugin_status().devices.empty()) names.push_back("vulkan");
+  if (!vulkan_plugin_status().devices.empty()) {
+    names.push_back("vulkan");
+    const auto& d = vulkan_plugin_status().devices[static_cast<size_t>(vulkan_device())];
+    if (d.storage_fp16) names.push_back("vulkan-fp16");
+  }
 #ifdef STEADYOCR_HAVE_ONEDNN
   names.push_back("cpu");
 #endif
@@ -56,6 +63,7 @@ Result<std::shared_ptr<Backend>> create_backend(const std::string& name, const B
   }
   if (name == "reference") return std::shared_ptr<Backend>(make_reference_backend());
   if (name == "vulkan") return create_vulkan_backend(vulkan_device(), options.gpu_memory_budget_bytes);
+  if (name == "vulkan-fp16") return create_vulkan_backend(vulkan_device(), options.gpu_memory_budget_bytes, "fp16");
 #ifdef STEADYOCR_HAVE_ONEDNN
   if (name == "cpu") return std::shared_ptr<Backend>(make_cpu_backend());
 #else

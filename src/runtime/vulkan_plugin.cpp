@@ -169,14 +169,15 @@ int vulkan_ladder_device(std::string* why) {
   return -1;
 }
 
-Result<std::shared_ptr<Backend>> create_vulkan_backend(int device, size_t memory_budget_bytes) {
+Result<std::shared_ptr<Backend>> create_vulkan_backend(int device, size_t memory_budget_bytes,
+                                                       const std::string& precision) {
   const VulkanPluginStatus& st = vulkan_plugin_status();
   const SteadyocrVulkanApi* api = vulkan_plugin_api();
   if (!api || st.devices.empty()) {
     if (st.finding.empty()) return unavailable(st.error);
     return Status(StatusCode::kUnavailable, st.error, {st.finding, st.error, ""});
   }
-  SoVkBackendConfig cfg{sizeof(SoVkBackendConfig), "fp32", device, memory_budget_bytes, 0};
+  SoVkBackendConfig cfg{sizeof(SoVkBackendConfig), precision.c_str(), device, memory_budget_bytes, 0};
   SoPluginStatus ps{};
   void* handle = nullptr;
   char name[64] = {0};

@@ -44,8 +44,10 @@ int vulkan_ladder_device(std::string* why);
 // Checks a table against this binary (API version, C++ ABI tag, every function present).
 Status check_vulkan_api(const SteadyocrVulkanApi* api, const std::string& path);
 
-// Creates the "vulkan" backend on a usable device (index among VulkanPluginStatus::devices).
-Result<std::shared_ptr<Backend>> create_vulkan_backend(int device, size_t memory_budget_bytes = 0);
+// Creates the "vulkan" backend (precision "fp32") or "vulkan-fp16" (fp16 storage, fp32 arithmetic; devices with
+// storageBuffer16BitAccess) on a usable device (index among VulkanPluginStatus::devices).
+Result<std::shared_ptr<Backend>> create_vulkan_backend(int device, size_t memory_budget_bytes = 0,
+                                                       const std::string& precision = "fp32");
 
 // Runs one of the plugin's doctor checks ("chain") and returns its JSON text; could_not_run JSON when the plugin is
 // not loaded.

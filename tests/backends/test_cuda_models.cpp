@@ -212,6 +212,10 @@ TEST(CudaModels, PerNodeClsFp32) {
 TEST(VulkanModels, GoldenFp32) {
   check_golden("vulkan", {1e-6, 1.0, 4.0 / (1 << 24), 1e-9});
 }
+// fp16 storage (fp32 arithmetic): cuda-fp16's bars.
+TEST(VulkanModels, GoldenFp16) {
+  check_golden("vulkan-fp16", {1e-3, 0.98, 1e-3, 1e-4});
+}
 TEST(VulkanModels, PerNodeDetFp32) {
   per_node("vulkan", kDetModel, "det_input", 1e-7);
 }

@@ -5,6 +5,7 @@
 
 #include <cmath>
 
+#include "backends/common/schedule.h"
 #include "backends/vulkan/device.h"
 #include "backends/vulkan/plan.h"
 
@@ -28,15 +29,15 @@ const char* type_name(int t) {
 
 class VulkanBackend final : public Backend {
  public:
-  explicit VulkanBackend(std::shared_ptr<Device> device) : device_(std::move(device)), weights_(device_) {}
+  VulkanBackend(std::shared_ptr<Device> device, bool f16) : device_(std::move(device)), weights_(device_), f16_(f16) {}
 
-  std::string name() const override { return "vulkan"; }
+  std::string name() const override { return f16_ ? "vulkan-fp16" : "vulkan"; }
 
   DeviceInfo device_info() const override {
     const SoVkDeviceInfo& d = device_->info();
     const InstanceState& st = instance_state();
     DeviceInfo i;
-    i.backend = "vulkan";
+    i.backend = name();
     i.name = fmt::format("{} (Vulkan {}, {})", d.name, version_text(d.api_version), type_name(d.type));
     i.memory_bytes = static_cast<int64_t>(d.device_local_bytes);
     i.driver_version = d.driver_info[0] ? d.driver_info : std::to_string(d.driver_version);
@@ -47,7 +48,15 @@ class VulkanBackend final : public Backend {
     return i;
   }
 
-  bool supports(const graph::Node& node) const override { return op_supported(node, nullptr); }
+  bool supports(const graph::Node& node) const override {
+    // fp16 storage: f32 values are fp16 on the device, so a Cast to or from f32 has no kernel there.
+    if (f16_ && node.op == graph::OpKind::kCast && node.input(0) && node.output() &&
+        node.input(0)->dtype != node.output()->dtype &&
+        (node.input(0)->dtype == DType::kF32 || node.output()->dtype == DType::kF32)) {
+      return false;
+    }
+    return op_supported(node, nullptr);
+  }
 
   Result<std::unique_ptr<PreparedGraph>> prepare(const graph::Graph& graph) override {
     if (device_->lost()) {
@@ -56,24 +65,39 @@ class VulkanBackend final : public Backend {
     }
     graph::Graph g = graph.clone();
     graph::expand_epilogues(g);  // every stage is its own dispatch
-    ASSIGN_OR_RETURN(std::unique_ptr<Plan> plan, Plan::build(g, device_, &weights_));
+    for (const auto& n : g.nodes()) {
+      if (!supports(*n) && !common::is_folded(*n)) {
+        std::string why;
+        op_supported(*n, &why);
+        return unsupported(fmt::format("{}: {}", n->describe(), why.empty() ? "no fp16-storage kernel" : why));
+      }
+    }
+    ASSIGN_OR_RETURN(std::unique_ptr<Plan> plan, Plan::build(g, device_, &weights_, f16_));
     return std::unique_ptr<PreparedGraph>(std::move(plan));
   }
 
  private:
   std::shared_ptr<Device> device_;
   WeightCache weights_;
+  bool f16_;
 };
 
 }  // namespace
 
 Result<std::unique_ptr<Backend>> make_vulkan_backend(const SoVkBackendConfig& config) {
   const std::string precision = config.precision ? config.precision : "fp32";
-  if (precision != "fp32") {
-    return unsupported(fmt::format("the Vulkan backend runs fp32 only ('{}' asked)", precision));
+  if (precision != "fp32" && precision != "fp16") {
+    return invalid_argument(fmt::format("the Vulkan backend runs fp32 or fp16 ('{}' asked)", precision));
   }
   ASSIGN_OR_RETURN(std::shared_ptr<Device> device, Device::create(config.device, config.memory_budget_bytes));
-  return std::unique_ptr<Backend>(new VulkanBackend(std::move(device)));
+  const bool f16 = precision == "fp16";
+  if (f16 && !device->info().storage_fp16) {
+    return vk_status(StatusCode::kUnavailable, "L3_VULKAN_NO_FP16",
+                     fmt::format("{} offers no 16-bit storage buffers (storageBuffer16BitAccess): vulkan-fp16 cannot "
+                                 "run there; use vulkan",
+                                 device->info().name));
+  }
+  return std::unique_ptr<Backend>(new VulkanBackend(std::move(device), f16));
 }
 
 std::string chain_check_json() {

@@ -288,7 +288,13 @@ Result<std::shared_ptr<Device>> Device::create(int index, size_t memory_budget_b
   q.queueFamilyIndex = d->family_;
   q.queueCount = 1;
   q.pQueuePriorities = &priority;
+  // 16-bit storage where offered: the fp16 shaders (vulkan-fp16) keep their tensors in it.
+  VkPhysicalDevice16BitStorageFeatures s16{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES};
+  s16.storageBuffer16BitAccess = d->info_.storage_fp16 ? VK_TRUE : VK_FALSE;
+  VkPhysicalDeviceFeatures2 f2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+  f2.pNext = &s16;
   VkDeviceCreateInfo ci{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
+  ci.pNext = &f2;
   ci.queueCreateInfoCount = 1;
   ci.pQueueCreateInfos = &q;
   VkResult r = a.vkCreateDevice(d->physical_, &ci, nullptr, &d->device_);
@@ -326,8 +332,10 @@ Device::~Device() {
   if (!device_) return;
   a.vkDeviceWaitIdle(device_);
   drop_pool();
-  for (VkPipeline p : pipelines_) {
-    if (p) a.vkDestroyPipeline(device_, p, nullptr);
+  for (const auto& both : pipelines_) {
+    for (VkPipeline p : both) {
+      if (p) a.vkDestroyPipeline(device_, p, nullptr);
+    }
   }
   if (pipeline_layout_) a.vkDestroyPipelineLayout(device_, pipeline_layout_, nullptr);
   if (set_layout_) a.vkDestroyDescriptorSetLayout(device_, set_layout_, nullptr);
@@ -414,12 +422,12 @@ Result<std::unique_ptr<DeviceBuffer>> Device::allocate(size_t bytes, Memory kind
   return std::make_unique<DeviceBuffer>(shared_from_this(), buf, mem, req.size, map, kind);
 }
 
-Result<VkPipeline> Device::pipeline(Shader s) {
+Result<VkPipeline> Device::pipeline(Shader s, bool f16) {
   std::lock_guard<std::mutex> lock(pipelines_mu_);
-  VkPipeline& p = pipelines_[static_cast<size_t>(s)];
+  VkPipeline& p = pipelines_[static_cast<size_t>(s)][f16 ? 1 : 0];
   if (p) return p;
   const VkApi& a = vkapi();
-  const ShaderCode& code = shader_code(s);
+  const ShaderCode& code = shader_code(s, f16);
   VkShaderModuleCreateInfo mi{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
   mi.codeSize = code.bytes;
   mi.pCode = code.words;

@@ -74,8 +74,8 @@ class Device : public std::enable_shared_from_this<Device> {
   size_t bytes_pooled() const;
   size_t budget() const { return budget_; }
 
-  // The cached pipeline of a shader (made on first use).
-  Result<VkPipeline> pipeline(Shader s);
+  // The cached pipeline of a shader (made on first use); f16: its fp16-storage form.
+  Result<VkPipeline> pipeline(Shader s, bool f16 = false);
   VkDescriptorSetLayout set_layout() const { return set_layout_; }
   VkPipelineLayout pipeline_layout() const { return pipeline_layout_; }
 
@@ -116,7 +116,7 @@ class Device : public std::enable_shared_from_this<Device> {
   VkDescriptorSetLayout set_layout_ = VK_NULL_HANDLE;
   VkPipelineLayout pipeline_layout_ = VK_NULL_HANDLE;
   std::mutex pipelines_mu_;
-  std::array<VkPipeline, static_cast<size_t>(Shader::kCount)> pipelines_{};
+  std::array<std::array<VkPipeline, 2>, static_cast<size_t>(Shader::kCount)> pipelines_{};
   std::mutex queue_mu_;
   mutable std::mutex pool_mu_;
   std::multimap<size_t, Free> pool_[3];  // per Memory kind, by size

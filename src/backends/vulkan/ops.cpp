@@ -160,9 +160,13 @@ std::vector<int64_t> strides_of(const Shape& s) {
   return st;
 }
 
-// A strided word copy (copy.comp): dims, source strides and destination strides in words.
+// A strided copy (copy.comp) of elements of `dt`: dims, source strides and destination strides in elements. The
+// shader moves 32-bit words (8-byte elements are two), or 16-bit ones for the fp16 values of a vulkan-fp16 plan.
 void add_copy(PlanBuilder& b, const graph::Node& n, int src, int dst, Shape dims, std::vector<int64_t> in_strides,
-              std::vector<int64_t> out_strides, int64_t in_base, int64_t out_base, size_t elem_words) {
+              std::vector<int64_t> out_strides, int64_t in_base, int64_t out_base, DType dt) {
+  const size_t bytes = b.element_bytes(dt);
+  const bool words = bytes != 2;
+  const size_t elem_words = bytes == 8 ? 2 : 1;
   if (elem_words == 2) {  // 8-byte elements: one more axis of two words
     for (auto& s : in_strides) s *= 2;
     for (auto& s : out_strides) s *= 2;
@@ -203,7 +207,7 @@ void add_copy(PlanBuilder& b, const graph::Node& n, int src, int dst, Shape dims
     p[12 + d] = static_cast<uint32_t>(static_cast<int32_t>(mi[d]));
     p[20 + d] = u32(mo[d]);
   }
-  b.add_1d(Shader::kCopy, std::move(p), {src, dst}, static_cast<uint64_t>(count), n);
+  b.add_1d(Shader::kCopy, std::move(p), {src, dst}, static_cast<uint64_t>(count), n, words);
 }
 
 Status build_view(PlanBuilder& b, const graph::Node& n) {
@@ -239,7 +243,7 @@ Status build_cast(PlanBuilder& b, const graph::Node& n) {
   const int64_t count = shape_numel(n.output()->shape);
   const bool bytes_out = to == DType::kU8 || to == DType::kBool;
   const uint64_t invocations = bytes_out ? static_cast<uint64_t>((count + 3) / 4) : static_cast<uint64_t>(count);
-  b.add_1d(Shader::kCast, {u32(count), cast_type(from), cast_type(to)}, {xi, yi}, invocations, n);
+  b.add_1d(Shader::kCast, {u32(count), cast_type(from), cast_type(to)}, {xi, yi}, invocations, n, true);
   return Status::ok();
 }
 
@@ -516,13 +520,13 @@ Status build_concat(PlanBuilder& b, const graph::Node& n) {
   }
   const int yi = b.out(n.output());
   const std::vector<int64_t> ost = strides_of(ys);
-  const size_t words = dtype_size(n.output()->dtype) / 4;
   int64_t at = 0;
   for (const graph::Value* v : n.inputs) {
     if (!v) continue;
     ASSIGN_OR_RETURN(int xi, b.in(v));
     if (shape_numel(v->shape) > 0) {
-      add_copy(b, n, xi, yi, v->shape, strides_of(v->shape), ost, 0, at * ost[static_cast<size_t>(axis)], words);
+      add_copy(b, n, xi, yi, v->shape, strides_of(v->shape), ost, 0, at * ost[static_cast<size_t>(axis)],
+               n.output()->dtype);
     }
     at += v->shape[static_cast<size_t>(axis)];
   }
@@ -546,7 +550,7 @@ Status build_transpose(PlanBuilder& b, const graph::Node& n) {
   }
   ASSIGN_OR_RETURN(int xi, b.in(n.input(0)));
   const int yi = b.out(n.output());
-  add_copy(b, n, xi, yi, dims, in_st, strides_of(dims), 0, 0, dtype_size(n.output()->dtype) / 4);
+  add_copy(b, n, xi, yi, dims, in_st, strides_of(dims), 0, 0, n.output()->dtype);
   return Status::ok();
 }
 
@@ -577,8 +581,7 @@ Status build_slice(PlanBuilder& b, const graph::Node& n) {
   }
   ASSIGN_OR_RETURN(int xi, b.in(n.input(0)));
   const int yi = b.out(n.output());
-  if (shape_numel(ys) > 0)
-    add_copy(b, n, xi, yi, ys, in_st, strides_of(ys), base, 0, dtype_size(n.output()->dtype) / 4);
+  if (shape_numel(ys) > 0) add_copy(b, n, xi, yi, ys, in_st, strides_of(ys), base, 0, n.output()->dtype);
   return Status::ok();
 }
 

@@ -4,6 +4,8 @@
 
 #include <cstring>
 
+#include "core/half.h"
+
 #include "backends/common/content_hash.h"
 #include "backends/common/schedule.h"
 
@@ -106,17 +108,26 @@ void PlanBuilder::touch(int id) {
   bufs_[static_cast<size_t>(root_of(id))].live.touch(static_cast<int>(dispatches_.size()));
 }
 
+Result<WeightRef> PlanBuilder::weight(const void* data, size_t bytes, DType dt, const std::string& name) {
+  if (!f16_ || dt != DType::kF32) return weights_->get(data, bytes, name);
+  const size_t n = bytes / 4;
+  std::vector<uint16_t> h(n);
+  const auto* f = static_cast<const float*>(data);
+  for (size_t i = 0; i < n; ++i) h[i] = float_to_half(f[i]);
+  return weights_->get(h.data(), n * 2, name);
+}
+
 Result<int> PlanBuilder::in(const graph::Value* v) {
   if (!v) return internal_error("a missing input was read");
   auto it = of_value_.find(v);
   if (it != of_value_.end()) return it->second;
   if (!v->is_constant()) return internal_error(fmt::format("value '{}' is read before it is written", v->name));
   if (v->constant.nbytes() == 0) return invalid_argument(fmt::format("constant '{}' is empty", v->name));
-  ASSIGN_OR_RETURN(WeightRef w, weights_->get(v->constant.raw(), v->constant.nbytes(), v->name));
+  ASSIGN_OR_RETURN(WeightRef w, weight(v->constant.raw(), v->constant.nbytes(), v->constant.dtype(), v->name));
   Buf b;
   b.dtype = v->constant.dtype();
   b.shape = v->constant.shape();
-  b.bytes = v->constant.nbytes();
+  b.bytes = static_cast<size_t>(v->constant.numel()) * element_bytes(b.dtype);
   b.kind = BufKind::kWeight;
   b.weight = std::move(w);
   b.name = v->name;
@@ -130,7 +141,7 @@ int PlanBuilder::out(const graph::Value* v) {
   Buf b;
   b.dtype = v->dtype;
   b.shape = v->shape;
-  b.bytes = static_cast<size_t>(shape_numel(v->shape)) * dtype_size(v->dtype);
+  b.bytes = static_cast<size_t>(shape_numel(v->shape)) * element_bytes(v->dtype);
   b.name = v->name;
   bufs_.push_back(std::move(b));
   const int id = static_cast<int>(bufs_.size()) - 1;
@@ -142,7 +153,7 @@ int PlanBuilder::view(const graph::Value* v, int of) {
   Buf b;
   b.dtype = v->dtype;
   b.shape = v->shape;
-  b.bytes = static_cast<size_t>(shape_numel(v->shape)) * dtype_size(v->dtype);
+  b.bytes = static_cast<size_t>(shape_numel(v->shape)) * element_bytes(v->dtype);
   b.kind = BufKind::kView;
   b.root = of;
   b.name = v->name;
@@ -153,11 +164,11 @@ int PlanBuilder::view(const graph::Value* v, int of) {
 }
 
 Status PlanBuilder::constant(const graph::Value* v, const Tensor& t) {
-  ASSIGN_OR_RETURN(WeightRef w, weights_->get(t.raw(), t.nbytes(), "constant " + v->name));
+  ASSIGN_OR_RETURN(WeightRef w, weight(t.raw(), t.nbytes(), t.dtype(), "constant " + v->name));
   Buf b;
   b.dtype = t.dtype();
   b.shape = t.shape();
-  b.bytes = t.nbytes();
+  b.bytes = static_cast<size_t>(t.numel()) * element_bytes(t.dtype());
   b.kind = BufKind::kWeight;
   b.weight = std::move(w);
   b.name = v->name;
@@ -167,10 +178,10 @@ Status PlanBuilder::constant(const graph::Value* v, const Tensor& t) {
 }
 
 Result<int> PlanBuilder::table(const std::vector<float>& values, const std::string& name) {
-  ASSIGN_OR_RETURN(WeightRef w, weights_->get(values.data(), values.size() * sizeof(float), "table " + name));
+  ASSIGN_OR_RETURN(WeightRef w, weight(values.data(), values.size() * sizeof(float), DType::kF32, "table " + name));
   Buf b;
   b.shape = {static_cast<int64_t>(values.size())};
-  b.bytes = values.size() * sizeof(float);
+  b.bytes = values.size() * element_bytes(DType::kF32);
   b.kind = BufKind::kWeight;
   b.weight = std::move(w);
   b.name = name;
@@ -182,20 +193,22 @@ void PlanBuilder::add(Dispatch d, const graph::Node& n) {
   for (int t : d.tensors) {
     if (t >= 0) touch(t);  // -1: an optional operand that is absent
   }
-  if (d.label.empty()) d.label = fmt::format("{} ({})", n.describe(), shader_code(d.shader).name);
+  d.f16 = f16_ && d.shader != Shader::kCast && !d.words;
+  if (d.label.empty()) d.label = fmt::format("{} ({})", n.describe(), shader_code(d.shader, d.f16).name);
   dispatches_.push_back(std::move(d));
 }
 
 void PlanBuilder::add_1d(Shader s, std::vector<uint32_t> params, std::vector<int> tensors, uint64_t invocations,
-                         const graph::Node& n) {
-  add_rows(s, std::move(params), std::move(tensors), (invocations + 255) / 256, n);
+                         const graph::Node& n, bool words) {
+  add_rows(s, std::move(params), std::move(tensors), (invocations + 255) / 256, n, words);
 }
 
 void PlanBuilder::add_rows(Shader s, std::vector<uint32_t> params, std::vector<int> tensors, uint64_t groups,
-                           const graph::Node& n) {
+                           const graph::Node& n, bool words) {
   if (groups == 0) return;  // nothing to compute (an empty tensor)
   Dispatch d;
   d.shader = s;
+  d.words = words;
   d.params = std::move(params);
   d.tensors = std::move(tensors);
   const uint64_t gx = std::min<uint64_t>(groups, kMaxGroupsX);
@@ -204,8 +217,9 @@ void PlanBuilder::add_rows(Shader s, std::vector<uint32_t> params, std::vector<i
   add(std::move(d), n);
 }
 
-Result<std::unique_ptr<Plan>> Plan::build(const graph::Graph& g, std::shared_ptr<Device> device, WeightCache* weights) {
-  PlanBuilder b(device, weights);
+Result<std::unique_ptr<Plan>> Plan::build(const graph::Graph& g, std::shared_ptr<Device> device, WeightCache* weights,
+                                          bool f16) {
+  PlanBuilder b(device, weights, f16);
   for (const graph::Value* v : g.inputs()) {
     if (!v->has_static_shape()) return invalid_argument(fmt::format("input '{}' has no static shape", v->name));
     const int id = b.out(v);
@@ -258,9 +272,11 @@ Status Plan::finish(PlanBuilder& b, const graph::Graph& g) {
     p.dtype = v->dtype;
     p.shape = v->shape;
     p.bytes = static_cast<size_t>(shape_numel(v->shape)) * dtype_size(v->dtype);
+    p.device_bytes = static_cast<size_t>(shape_numel(v->shape)) * b.element_bytes(v->dtype);
+    p.half = p.device_bytes != p.bytes;
     p.staging_offset = *staging;
     p.name = v->name;
-    *staging += round_up(std::max<size_t>(p.bytes, 4), 16);
+    *staging += round_up(std::max<size_t>(p.device_bytes, 4), 16);
     return p;
   };
   size_t in_bytes = 0, out_bytes = 0;
@@ -378,7 +394,7 @@ Status Plan::record() {
     VkBuffer buf;
     VkDeviceSize off, range;
     where(p.buf, &buf, &off, &range);
-    VkBufferCopy c{p.staging_offset, off, p.bytes};
+    VkBufferCopy c{p.staging_offset, off, p.device_bytes};
     a.vkCmdCopyBuffer(cmd_, staging_in_->buffer(), buf, 1, &c);
   }
   barrier(VK_PIPELINE_STAGE_TRANSFER_BIT | VK_PIPELINE_STAGE_HOST_BIT,
@@ -386,7 +402,7 @@ Status Plan::record() {
           VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
   for (size_t i = 0; i < dispatches_.size(); ++i) {
     const Dispatch& d = dispatches_[i];
-    ASSIGN_OR_RETURN(VkPipeline pipe, device_->pipeline(d.shader));
+    ASSIGN_OR_RETURN(VkPipeline pipe, device_->pipeline(d.shader, d.f16));
     a.vkCmdBindPipeline(cmd_, VK_PIPELINE_BIND_POINT_COMPUTE, pipe);
     a.vkCmdBindDescriptorSets(cmd_, VK_PIPELINE_BIND_POINT_COMPUTE, device_->pipeline_layout(), 0, 1, &ds[i], 0,
                               nullptr);
@@ -400,7 +416,7 @@ Status Plan::record() {
     VkBuffer buf;
     VkDeviceSize off, range;
     where(p.buf, &buf, &off, &range);
-    VkBufferCopy c{off, p.staging_offset, p.bytes};
+    VkBufferCopy c{off, p.staging_offset, p.device_bytes};
     a.vkCmdCopyBuffer(cmd_, buf, staging_out_->buffer(), 1, &c);
   }
   barrier(VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT, VK_PIPELINE_STAGE_HOST_BIT,
@@ -434,13 +450,27 @@ Status Plan::run(const std::vector<Tensor>& inputs, std::vector<Tensor>* outputs
       return invalid_argument(fmt::format("input '{}' is {}, the plan was made for {} {}", p.name, inputs[i].describe(),
                                           dtype_name(p.dtype), shape_str(p.shape)));
     }
-    std::memcpy(static_cast<char*>(staging_in_->map()) + p.staging_offset, inputs[i].raw(), p.bytes);
+    char* dst = static_cast<char*>(staging_in_->map()) + p.staging_offset;
+    if (p.half) {
+      const float* f = inputs[i].data<float>();
+      auto* h = reinterpret_cast<uint16_t*>(dst);
+      for (int64_t k = 0; k < inputs[i].numel(); ++k) h[k] = float_to_half(f[k]);
+    } else {
+      std::memcpy(dst, inputs[i].raw(), p.bytes);
+    }
   }
   RETURN_IF_ERROR(device_->submit_and_wait(cmd_, fence_, "running the plan (vkQueueSubmit)"));
   outputs->clear();
   for (const Port& p : outputs_) {
     Tensor t = Tensor::empty(p.dtype, p.shape);
-    std::memcpy(t.raw(), static_cast<const char*>(staging_out_->map()) + p.staging_offset, p.bytes);
+    const char* src = static_cast<const char*>(staging_out_->map()) + p.staging_offset;
+    if (p.half) {
+      const auto* h = reinterpret_cast<const uint16_t*>(src);
+      float* f = t.data<float>();
+      for (int64_t k = 0; k < t.numel(); ++k) f[k] = half_to_float(h[k]);
+    } else {
+      std::memcpy(t.raw(), src, p.bytes);
+    }
     outputs->push_back(std::move(t));
   }
   return Status::ok();

@@ -64,6 +64,8 @@ struct Buf {
 
 struct Dispatch {
   Shader shader = Shader::kUnary;
+  bool f16 = false;    // the shader's fp16-storage form (set by PlanBuilder::add from the plan's precision)
+  bool words = false;  // moves 32-bit words (integer tensors): the fp32 form whatever the precision
   std::vector<uint32_t> params;
   std::vector<int> tensors;  // buffer ids for bindings 1.., in order
   uint32_t groups[3] = {1, 1, 1};
@@ -72,7 +74,12 @@ struct Dispatch {
 
 class PlanBuilder {
  public:
-  PlanBuilder(std::shared_ptr<Device> device, WeightCache* weights) : device_(std::move(device)), weights_(weights) {}
+  // f16: every f32 value is kept as fp16 on the device (weights too); the shaders compute in fp32.
+  PlanBuilder(std::shared_ptr<Device> device, WeightCache* weights, bool f16)
+      : device_(std::move(device)), weights_(weights), f16_(f16) {}
+  bool f16() const { return f16_; }
+  // Bytes of one element of `dt` on the device.
+  size_t element_bytes(DType dt) const { return f16_ && dt == DType::kF32 ? 2 : dtype_size(dt); }
   // The buffer of a value read by the step being built (a weight for constants).
   Result<int> in(const graph::Value* v);
   // A new arena buffer for a value the step writes.
@@ -85,9 +92,10 @@ class PlanBuilder {
   Result<int> table(const std::vector<float>& values, const std::string& name);
   // Adds a dispatch; groups computed from the invocation count (1-D shaders, 256 per workgroup).
   void add_1d(Shader s, std::vector<uint32_t> params, std::vector<int> tensors, uint64_t invocations,
-              const graph::Node& n);
+              const graph::Node& n, bool words = false);
   // One workgroup per row (reduce_rows, layernorm).
-  void add_rows(Shader s, std::vector<uint32_t> params, std::vector<int> tensors, uint64_t rows, const graph::Node& n);
+  void add_rows(Shader s, std::vector<uint32_t> params, std::vector<int> tensors, uint64_t rows, const graph::Node& n,
+                bool words = false);
   void add(Dispatch d, const graph::Node& n);
   const Buf& buf(int id) const { return bufs_[static_cast<size_t>(id)]; }
   const Device& device() const { return *device_; }
@@ -96,8 +104,10 @@ class PlanBuilder {
   friend class Plan;
   int root_of(int id) const;
   void touch(int id);
+  Result<WeightRef> weight(const void* data, size_t bytes, DType dt, const std::string& name);
   std::shared_ptr<Device> device_;
   WeightCache* weights_;
+  bool f16_ = false;
   std::vector<Buf> bufs_;
   std::map<const graph::Value*, int> of_value_;
   std::vector<Dispatch> dispatches_;
@@ -106,7 +116,7 @@ class PlanBuilder {
 class Plan final : public PreparedGraph {
  public:
   static Result<std::unique_ptr<Plan>> build(const graph::Graph& g, std::shared_ptr<Device> device,
-                                             WeightCache* weights);
+                                             WeightCache* weights, bool f16);
   ~Plan() override;
   Status run(const std::vector<Tensor>& inputs, std::vector<Tensor>* outputs) override;
   size_t workspace_bytes() const override;
@@ -119,7 +129,9 @@ class Plan final : public PreparedGraph {
     int buf = -1;
     DType dtype = DType::kF32;
     Shape shape;
-    size_t bytes = 0;
+    size_t bytes = 0;         // host bytes
+    size_t device_bytes = 0;  // on the device (half for f32 values of an fp16 plan)
+    bool half = false;        // converted f32 <-> fp16 on the way
     size_t staging_offset = 0;
     std::string name;
   };

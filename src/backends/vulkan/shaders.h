@@ -30,6 +30,7 @@ struct ShaderCode {
   size_t bytes;
 };
 
-const ShaderCode& shader_code(Shader s);
+// The shader, compiled for fp32 tensors or (f16) for fp16 storage with fp32 arithmetic.
+const ShaderCode& shader_code(Shader s, bool f16 = false);
 
 }  // namespace steadyocr::vk

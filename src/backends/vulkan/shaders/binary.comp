@@ -3,9 +3,9 @@
 // element strides over the output's index). op: 0 add, 1 sub, 2 mul, 3 div, 4 pow.
 layout(local_size_x = 256) in;
 #include "common.glsl"
-layout(std430, set = 0, binding = 1) readonly buffer A { float a[]; };
-layout(std430, set = 0, binding = 2) readonly buffer B { float b[]; };
-layout(std430, set = 0, binding = 3) writeonly buffer Y { float y[]; };
+layout(std430, set = 0, binding = 1) readonly buffer A { ACT a[]; };
+layout(std430, set = 0, binding = 2) readonly buffer B { ACT b[]; };
+layout(std430, set = 0, binding = 3) writeonly buffer Y { ACT y[]; };
 
 float power(float x, float e) {
   if (e == 2.0) return x * x;
@@ -32,7 +32,7 @@ void main() {
     ao += k * pu(11u + uint(d));
     bo += k * pu(19u + uint(d));
   }
-  float u = a[ao], v = b[bo];
+  float u = float(a[ao]), v = float(b[bo]);
   float r;
   switch (pu(1)) {
     case 0u: r = u + v; break;
@@ -41,5 +41,5 @@ void main() {
     case 3u: r = u / v; break;
     default: r = power(u, v); break;
   }
-  y[i] = r;
+  y[i] = ACT(r);
 }

@@ -3,6 +3,17 @@
 // for the layout shaders). The host (backends/vulkan/ops.cpp) writes the parameters in the order each shader reads.
 #extension GL_EXT_control_flow_attributes : enable
 
+// The element type of float tensors: fp32, or with F16 (the vulkan-fp16 backend) fp16 storage with fp32 arithmetic:
+// every load is float(...) and every store ACT(...), so only the buffers are 16-bit (StorageBuffer16BitAccess).
+#ifdef F16
+#extension GL_EXT_shader_16bit_storage : require
+#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
+#extension GL_EXT_shader_explicit_arithmetic_types_int16 : require
+#define ACT float16_t
+#else
+#define ACT float
+#endif
+
 layout(std430, set = 0, binding = 0) readonly buffer Params { uint p[]; };
 
 uint pu(uint i) { return p[i]; }

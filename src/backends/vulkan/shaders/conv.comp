@@ -5,11 +5,11 @@
 //    16 has_bias, 17 has_residual, 18 act, 19 alpha, 20 beta, 21 n (outputs)
 layout(local_size_x = 256) in;
 #include "common.glsl"
-layout(std430, set = 0, binding = 1) readonly buffer X { float x[]; };
-layout(std430, set = 0, binding = 2) readonly buffer Wt { float w[]; };
-layout(std430, set = 0, binding = 3) readonly buffer Bias { float bias[]; };
-layout(std430, set = 0, binding = 4) readonly buffer Res { float res[]; };
-layout(std430, set = 0, binding = 5) writeonly buffer Y { float y[]; };
+layout(std430, set = 0, binding = 1) readonly buffer X { ACT x[]; };
+layout(std430, set = 0, binding = 2) readonly buffer Wt { ACT w[]; };
+layout(std430, set = 0, binding = 3) readonly buffer Bias { ACT bias[]; };
+layout(std430, set = 0, binding = 4) readonly buffer Res { ACT res[]; };
+layout(std430, set = 0, binding = 5) writeonly buffer Y { ACT y[]; };
 
 void main() {
   uint i = flat_id(256u);
@@ -34,11 +34,11 @@ void main() {
       for (uint kx = 0u; kx < KW; ++kx) {
         int ix = ix0 + int(kx) * dw;
         if (ix < 0 || ix >= int(W)) continue;
-        acc += x[xc + uint(iy) * W + uint(ix)] * w[wc + ky * KW + kx];
+        acc += float(x[xc + uint(iy) * W + uint(ix)]) * float(w[wc + ky * KW + kx]);
       }
     }
   }
-  if (pu(16) != 0u) acc += bias[m];
-  if (pu(17) != 0u) acc += res[i];
-  y[i] = activate(acc, pu(18), pf(19), pf(20));
+  if (pu(16) != 0u) acc += float(bias[m]);
+  if (pu(17) != 0u) acc += float(res[i]);
+  y[i] = ACT(activate(acc, pu(18), pf(19), pf(20)));
 }

@@ -4,10 +4,10 @@
 //    16 has_bias, 17 act, 18 alpha, 19 beta, 20 n
 layout(local_size_x = 256) in;
 #include "common.glsl"
-layout(std430, set = 0, binding = 1) readonly buffer X { float x[]; };
-layout(std430, set = 0, binding = 2) readonly buffer Wt { float w[]; };
-layout(std430, set = 0, binding = 3) readonly buffer Bias { float bias[]; };
-layout(std430, set = 0, binding = 4) writeonly buffer Y { float y[]; };
+layout(std430, set = 0, binding = 1) readonly buffer X { ACT x[]; };
+layout(std430, set = 0, binding = 2) readonly buffer Wt { ACT w[]; };
+layout(std430, set = 0, binding = 3) readonly buffer Bias { ACT bias[]; };
+layout(std430, set = 0, binding = 4) writeonly buffer Y { ACT y[]; };
 
 void main() {
   uint i = flat_id(256u);
@@ -34,10 +34,10 @@ void main() {
       if (ix >= int(W)) continue;
       for (uint c = 0u; c < cg; ++c) {
         uint ci = g * cg + c;
-        acc += x[((n * C + ci) * H + uint(iy)) * W + uint(ix)] * w[((ci * mg + mm) * KH + ky) * KW + kx];
+        acc += float(x[((n * C + ci) * H + uint(iy)) * W + uint(ix)]) * float(w[((ci * mg + mm) * KH + ky) * KW + kx]);
       }
     }
   }
-  if (pu(16) != 0u) acc += bias[m];
-  y[i] = activate(acc, pu(17), pf(18), pf(19));
+  if (pu(16) != 0u) acc += float(bias[m]);
+  y[i] = ACT(activate(acc, pu(17), pf(18), pf(19)));
 }

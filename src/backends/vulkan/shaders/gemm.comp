@@ -6,16 +6,16 @@
 //    p: 0 M, 1 N, 2 K, 3 batches, then (a_off, b_off) per batch from 4.
 //  - CONV: a convolution as an implicit GEMM (no im2col buffer): for batch item nb and group g (z = nb*G + g),
 //    A = the group's weights (M/G x K, K = C/G*KH*KW), B(k, n) = x[nb, g*C/G + c, oy*sh - pt + ky*dh,
-//    ox*sw - pl + kx*dw] (0 outside), k = (c*KH + ky)*KW + kx, n = oy*OW + ox; epilogue bias, residual, act.
+//    ox*sw - pl + kx*dw]) (0 outside), k = (c*KH + ky)*KW + kx, n = oy*OW + ox; epilogue bias, residual, act.
 //    p: 0 N, 1 C, 2 H, 3 W, 4 M, 5 OH, 6 OW, 7 KH, 8 KW, 9 sh, 10 sw, 11 dh, 12 dw, 13 pt, 14 pl, 15 group,
 //       16 has_bias, 17 has_residual, 18 act, 19 alpha, 20 beta
 layout(local_size_x = 256) in;
 #include "common.glsl"
-layout(std430, set = 0, binding = 1) readonly buffer A { float a[]; };  // MatMul: A; CONV: x
-layout(std430, set = 0, binding = 2) readonly buffer B { float b[]; };  // MatMul: B; CONV: weights
-layout(std430, set = 0, binding = 3) readonly buffer Bias { float bias[]; };
-layout(std430, set = 0, binding = 4) readonly buffer Res { float res[]; };
-layout(std430, set = 0, binding = 5) writeonly buffer Y { float y[]; };
+layout(std430, set = 0, binding = 1) readonly buffer A { ACT a[]; };  // MatMul: A; CONV: x
+layout(std430, set = 0, binding = 2) readonly buffer B { ACT b[]; };  // MatMul: B; CONV: weights
+layout(std430, set = 0, binding = 3) readonly buffer Bias { ACT bias[]; };
+layout(std430, set = 0, binding = 4) readonly buffer Res { ACT res[]; };
+layout(std430, set = 0, binding = 5) writeonly buffer Y { ACT y[]; };
 
 shared float As[16][64];
 shared float Bs[16][64];
@@ -48,9 +48,9 @@ void main() {
       uint gm = m0 + am, gk = k0 + ak;
       float av = 0.0;
 #ifdef CONV
-      if (gm < M && gk < K) av = b[wbase + gm * K + gk];
+      if (gm < M && gk < K) av = float(b[wbase + gm * K + gk]);
 #else
-      if (gm < M && gk < K) av = a[aoff + gm * K + gk];
+      if (gm < M && gk < K) av = float(a[aoff + gm * K + gk]);
 #endif
       As[ak][am] = av;
       uint bk = e / 64u, bn = e % 64u;
@@ -61,9 +61,9 @@ void main() {
         uint kx = hk % KW, ky = (hk / KW) % KH, c = hk / (KW * KH);
         uint ox = hn % OW, oy = hn / OW;
         int iy = int(oy) * sh - pt + int(ky) * dh, ix = int(ox) * sw - pl + int(kx) * dw;
-        if (iy >= 0 && iy < int(H) && ix >= 0 && ix < int(W)) bv = a[xbase + (c * H + uint(iy)) * W + uint(ix)];
+        if (iy >= 0 && iy < int(H) && ix >= 0 && ix < int(W)) bv = float(a[xbase + (c * H + uint(iy)) * W + uint(ix)]);
 #else
-        bv = b[boff + hk * N + hn];
+        bv = float(b[boff + hk * N + hn]);
 #endif
       }
       Bs[bk][bn] = bv;
@@ -89,11 +89,11 @@ void main() {
       uint m = g * M + gm;
       uint o = (nb * Mall + m) * N + gn;
       float v = acc[i][j];
-      if (pu(16) != 0u) v += bias[m];
-      if (pu(17) != 0u) v += res[o];
-      y[o] = activate(v, pu(18), pf(19), pf(20));
+      if (pu(16) != 0u) v += float(bias[m]);
+      if (pu(17) != 0u) v += float(res[o]);
+      y[o] = ACT(activate(v, pu(18), pf(19), pf(20)));
 #else
-      y[z * M * N + gm * N + gn] = acc[i][j];
+      y[z * M * N + gm * N + gn] = ACT(acc[i][j]);
 #endif
     }
   }

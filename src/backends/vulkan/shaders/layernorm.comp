@@ -3,10 +3,10 @@
 // reference). p: 0 rows, 1 cols, 2 epsilon, 3 has_bias
 layout(local_size_x = 256) in;
 #include "common.glsl"
-layout(std430, set = 0, binding = 1) readonly buffer X { float x[]; };
-layout(std430, set = 0, binding = 2) readonly buffer S { float scale[]; };
-layout(std430, set = 0, binding = 3) readonly buffer Bi { float bias[]; };
-layout(std430, set = 0, binding = 4) writeonly buffer Y { float y[]; };
+layout(std430, set = 0, binding = 1) readonly buffer X { ACT x[]; };
+layout(std430, set = 0, binding = 2) readonly buffer S { ACT scale[]; };
+layout(std430, set = 0, binding = 3) readonly buffer Bi { ACT bias[]; };
+layout(std430, set = 0, binding = 4) writeonly buffer Y { ACT y[]; };
 shared float part[256];
 
 float row_sum(float v) {
@@ -27,17 +27,17 @@ void main() {
   if (row >= pu(0)) return;
   uint cols = pu(1), t = gl_LocalInvocationID.x, base = row * cols;
   float s = 0.0;
-  for (uint j = t; j < cols; j += 256u) s += x[base + j];
+  for (uint j = t; j < cols; j += 256u) s += float(x[base + j]);
   float mean = row_sum(s) / float(cols);
   float q = 0.0;
   for (uint j = t; j < cols; j += 256u) {
-    float d = x[base + j] - mean;
+    float d = float(x[base + j]) - mean;
     q += d * d;
   }
   float inv = 1.0 / sqrt(row_sum(q) / float(cols) + pf(2));
   bool has_bias = pu(3) != 0u;
   for (uint j = t; j < cols; j += 256u) {
-    float v = (x[base + j] - mean) * inv * scale[j];
-    y[base + j] = has_bias ? v + bias[j] : v;
+    float v = (float(x[base + j]) - mean) * inv * float(scale[j]);
+    y[base + j] = ACT(has_bias ? v + bias[j] : v);
   }
 }

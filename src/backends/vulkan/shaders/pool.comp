@@ -4,8 +4,8 @@
 // 11 pb, 12 pr, 13 max (1) or average (0), 14 count_include_pad, 15 n
 layout(local_size_x = 256) in;
 #include "common.glsl"
-layout(std430, set = 0, binding = 1) readonly buffer X { float x[]; };
-layout(std430, set = 0, binding = 2) writeonly buffer Y { float y[]; };
+layout(std430, set = 0, binding = 1) readonly buffer X { ACT x[]; };
+layout(std430, set = 0, binding = 2) writeonly buffer Y { ACT y[]; };
 
 void main() {
   uint i = flat_id(256u);
@@ -20,13 +20,13 @@ void main() {
   if (pu(13) != 0u) {
     float m = uintBitsToFloat(0xff800000u);  // -inf
     for (int iy = vy0; iy < vy1; ++iy)
-      for (int ix = vx0; ix < vx1; ++ix) m = max(m, x[base + uint(iy * W + ix)]);
-    y[i] = m;
+      for (int ix = vx0; ix < vx1; ++ix) m = max(m, float(x[base + uint(iy * W + ix)]));
+    y[i] = ACT(m);
   } else {
     float s = 0.0;
     for (int iy = vy0; iy < vy1; ++iy)
-      for (int ix = vx0; ix < vx1; ++ix) s += x[base + uint(iy * W + ix)];
+      for (int ix = vx0; ix < vx1; ++ix) s += float(x[base + uint(iy * W + ix)]);
     int count = pu(14) != 0u ? (y1 - y0) * (x1 - x0) : max(vy1 - vy0, 0) * max(vx1 - vx0, 0);
-    y[i] = count > 0 ? s / float(count) : 0.0;
+    y[i] = ACT(count > 0 ? s / float(count) : 0.0);
   }
 }

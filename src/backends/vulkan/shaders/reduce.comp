@@ -4,8 +4,8 @@
 // p: 0 n, 1 krank, 2 rrank, 3 rcount, 4.. kdims[8], 12.. kstrides[8], 20.. rdims[8], 28.. rstrides[8]
 layout(local_size_x = 256) in;
 #include "common.glsl"
-layout(std430, set = 0, binding = 1) readonly buffer X { float x[]; };
-layout(std430, set = 0, binding = 2) writeonly buffer Y { float y[]; };
+layout(std430, set = 0, binding = 1) readonly buffer X { ACT x[]; };
+layout(std430, set = 0, binding = 2) writeonly buffer Y { ACT y[]; };
 
 void main() {
   uint i = flat_id(256u);
@@ -25,7 +25,7 @@ void main() {
       off += (q % dim) * pu(28u + uint(d));
       q /= dim;
     }
-    s += x[off];
+    s += float(x[off]);
   }
-  y[i] = count > 0u ? s / float(count) : 0.0;
+  y[i] = ACT(count > 0u ? s / float(count) : 0.0);
 }

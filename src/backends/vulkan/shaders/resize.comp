@@ -4,8 +4,8 @@
 // nearest: sy[OH], sx[OW]; linear: y0[OH], y1[OH], ty[OH] (float), x0[OW], x1[OW], tx[OW] (float). Table base 7.
 layout(local_size_x = 256) in;
 #include "common.glsl"
-layout(std430, set = 0, binding = 1) readonly buffer X { float x[]; };
-layout(std430, set = 0, binding = 2) writeonly buffer Y { float y[]; };
+layout(std430, set = 0, binding = 1) readonly buffer X { ACT x[]; };
+layout(std430, set = 0, binding = 2) writeonly buffer Y { ACT y[]; };
 
 void main() {
   uint i = flat_id(256u);
@@ -14,7 +14,7 @@ void main() {
   uint ox = i % OW, oy = (i / OW) % OH, pl = i / (OW * OH);
   uint base = pl * IH * IW;
   if (pu(5) == 0u) {
-    y[i] = x[base + pu(7u + oy) * IW + pu(7u + OH + ox)];
+    y[i] = ACT(x[base + pu(7u + oy) * IW + pu(7u + OH + ox)]);
     return;
   }
   uint t = 7u;
@@ -23,9 +23,9 @@ void main() {
   uint tx0 = t + 3u * OH;
   uint c0 = pu(tx0 + ox), c1 = pu(tx0 + OW + ox);
   float tx = pf(tx0 + 2u * OW + ox);
-  float a = x[base + r0 * IW + c0], b = x[base + r0 * IW + c1];
-  float c = x[base + r1 * IW + c0], d = x[base + r1 * IW + c1];
+  float a = float(x[base + r0 * IW + c0]), b = float(x[base + r0 * IW + c1]);
+  float c = float(x[base + r1 * IW + c0]), d = float(x[base + r1 * IW + c1]);
   float top = a + (b - a) * tx;
   float bot = c + (d - c) * tx;
-  y[i] = top + (bot - top) * ty;
+  y[i] = ACT(top + (bot - top) * ty);
 }

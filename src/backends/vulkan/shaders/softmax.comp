@@ -2,8 +2,8 @@
 // Softmax along one axis: one invocation per (outer, inner) lane. p: 0 outer, 1 axis length, 2 inner
 layout(local_size_x = 256) in;
 #include "common.glsl"
-layout(std430, set = 0, binding = 1) readonly buffer X { float x[]; };
-layout(std430, set = 0, binding = 2) writeonly buffer Y { float y[]; };
+layout(std430, set = 0, binding = 1) readonly buffer X { ACT x[]; };
+layout(std430, set = 0, binding = 2) writeonly buffer Y { ACT y[]; };
 
 void main() {
   uint i = flat_id(256u);
@@ -11,8 +11,8 @@ void main() {
   if (i >= outer * inner) return;
   uint base = (i / inner) * L * inner + i % inner;
   float m = uintBitsToFloat(0xff800000u);
-  for (uint k = 0u; k < L; ++k) m = max(m, x[base + k * inner]);
+  for (uint k = 0u; k < L; ++k) m = max(m, float(x[base + k * inner]));
   float s = 0.0;
-  for (uint k = 0u; k < L; ++k) s += exp(x[base + k * inner] - m);
-  for (uint k = 0u; k < L; ++k) y[base + k * inner] = exp(x[base + k * inner] - m) / s;
+  for (uint k = 0u; k < L; ++k) s += exp(float(x[base + k * inner]) - m);
+  for (uint k = 0u; k < L; ++k) y[base + k * inner] = ACT(exp(x[base + k * inner] - m) / s);
 }

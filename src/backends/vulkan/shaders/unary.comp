@@ -4,22 +4,22 @@
 // op: 0-5 the activations of common.glsl, 50 sqrt.
 layout(local_size_x = 256) in;
 #include "common.glsl"
-layout(std430, set = 0, binding = 1) readonly buffer X { float x[]; };
-layout(std430, set = 0, binding = 2) writeonly buffer Y { float y[]; };
+layout(std430, set = 0, binding = 1) readonly buffer X { ACT x[]; };
+layout(std430, set = 0, binding = 2) writeonly buffer Y { ACT y[]; };
 
 void main() {
   uint i = flat_id(256u);
   uint n = pu(0);
   if (i >= n) return;
   uint op = pu(1);
-  float v = x[i];
+  float v = float(x[i]);
   if (op == 100u) {
     uint c = (i / pu(5)) % pu(4);
     uint t = pu(6);
-    y[i] = v * pf(t + c) + pf(t + pu(4) + c);
+    y[i] = ACT(v * pf(t + c) + pf(t + pu(4) + c));
   } else if (op == 50u) {
-    y[i] = sqrt(v);
+    y[i] = ACT(sqrt(v));
   } else {
-    y[i] = activate(v, op, pf(2), pf(3));
+    y[i] = ACT(activate(v, op, pf(2), pf(3)));
   }
 }
