@@ -45,7 +45,7 @@ if want tests; then
 timeout 120 $T --gtest_filter='VulkanPlugin.*' >$R/plugin.log 2>&1
 summary "plugin" $? $R/plugin.log
 grep -E 'SKIPPED|Vulkan plugin' $R/plugin.log | head -5
-timeout 200 $T --gtest_filter='All/BackendOps.*__vulkan' >$R/ops.log 2>&1
+timeout 200 $T --gtest_filter='All/BackendOps.*__vulkan*' >$R/ops.log 2>&1
 summary "op cases on vulkan" $? $R/ops.log
 grep -E '^\[  SKIPPED \].*\(' $R/ops.log | head
 timeout 200 $T --gtest_filter='VulkanModels.*:CudaModels.GoldenFp32' >$R/models.log 2>&1
@@ -71,16 +71,17 @@ for set in synth-dev sroie-dev; do
   flags=""
   [ $set = sroie-dev ] && flags=--ignore-case
   echo "== $set, the ONNX Runtime reference: $(python3 $F/ocr_eval.py $F/$set/labels.txt $F/reference/$set.ort.json $flags 2>&1 | tail -1)"
-  for be in vulkan cuda-fp32 cpu; do
+  for be in vulkan vulkan-fp16 cuda-fp32 cpu reference; do
     tag=${set}_$be
     timeout 300 ./env.sh bin/steadyocr --log-level info ocr $F/$set --models $F/models --backend $be \
       --format json -o $R/$tag.json 2>$R/$tag.log
     echo "== $set $be: exit $? $(tr '\r' '\n' <$R/$tag.log | grep -E '^ocr: ' | tail -1)"
     grep -E 'WARN|ERROR' $R/$tag.log | head -3
-    python3 $F/ocr_eval.py $F/$set/labels.txt $R/$tag.json $flags 2>&1 | tail -1
-    python3 $F/compare_reference.py $R/$tag.json $F/reference/$set.ort.json 2>&1 | head -2
+    python3 $F/ocr_eval.py $F/$set/labels.txt $R/$tag.json $flags 2>&1 | grep -E 'det_hmean|e2e_char|line_exact|token_f1' | tr '\n' ' '; echo
   done
-  python3 $F/compare_reference.py $R/${set}_vulkan.json $R/${set}_cuda-fp32.json 2>&1 | head -2 | sed 's/^/vulkan vs cuda-fp32: /'
+  for be in vulkan vulkan-fp16 cuda-fp32 cpu; do
+    echo "   $be vs the reference backend: $(python3 $F/compare_reference.py $R/${set}_$be.json $R/${set}_reference.json 2>&1 | grep -E 'identical_share|matched_share' | tr '\n' ' ')"
+  done
 done
 fi
 # CUDA made unusable: auto must land on vulkan, visibly, with the same results as vulkan pinned.
@@ -108,7 +109,7 @@ fi
 # Speed: bench (steady state, images in memory) per backend on both sets, then the PyTorch eager peer.
 if want bench; then
 for set in synth-dev sroie-dev; do
-  for be in vulkan cuda-fp32 cpu; do
+  for be in vulkan vulkan-fp16 cuda-fp32 cpu; do
     timeout 300 ./env.sh bin/steadyocr bench $F/$set --models $F/models --backend $be --json \
       >$R/bench_${set}_$be.json 2>$R/bench_${set}_$be.log
     echo "== bench $set $be: exit $? $(python3 -c "import json,sys; r=json.load(open(sys.argv[1])); print('%.1f img/s (rung %s, fell back %s), first pass %.0f ms, new shape %.2f ms/img, det %.2f rec %.2f ms/img' % (r['images_per_s'], r['rung'], r['fell_back'], r['first_pass_ms'], r['new_shape_ms_per_image'], r['stage_ms']['det']['mean'], r['stage_ms']['rec']['mean']))" $R/bench_${set}_$be.json 2>&1 | tail -1)"
@@ -125,7 +126,7 @@ np.save('/tmp/rec8.npy', rng.standard_normal((8, 3, 48, 320), dtype=np.float32))
 np.save('/tmp/cls8.npy', rng.standard_normal((8, 3, 48, 192), dtype=np.float32))"
 for m in "ch_PP-OCRv4_det_infer.onnx det960" "ch_PP-OCRv4_rec_infer.onnx rec8" "ch_ppocr_mobile_v2.0_cls_infer.onnx cls8"; do
   set -- $m
-  for be in vulkan cuda-fp32 cpu; do
+  for be in vulkan vulkan-fp16 cuda-fp32 cpu; do
     echo "   $(timeout 120 ./env.sh bin/steadyocr run-model $F/models/$1 /tmp/$2.npy /tmp/o.npy --backend $be --repeat 20 2>&1 | grep -E ' on ' | tail -1)"
   done
 done

@@ -442,6 +442,9 @@ std::vector<OpCase> make_cases() {
   // Softmax, ReduceMean, LayerNorm.
   v.push_back(
       move_case("Softmax_last_axis", OpKind::kSoftmax, graph::SoftmaxAttrs{-1, false}, {2, 20, 97}, {2, 20, 97}));
+  // Rows as long as the recogniser's class axis (6625): backends may reduce a row with a whole workgroup.
+  v.push_back(
+      move_case("Softmax_long_rows", OpKind::kSoftmax, graph::SoftmaxAttrs{-1, false}, {3, 4, 700}, {3, 4, 700}));
   v.push_back(move_case("Softmax_axis1_flatten_opset11", OpKind::kSoftmax, graph::SoftmaxAttrs{1, true}, {2, 3, 4, 5},
                         {2, 3, 4, 5}));
   v.push_back(move_case("Softmax_axis1_per_axis_opset13", OpKind::kSoftmax, graph::SoftmaxAttrs{1, false}, {2, 3, 4, 5},

@@ -671,6 +671,10 @@ Status build_softmax(PlanBuilder& b, const graph::Node& n) {
   }
   ASSIGN_OR_RETURN(int xi, b.in(n.input(0)));
   const int yi = b.out(n.output());
+  if (inner == 1 && len >= 256) {  // long contiguous rows: a workgroup per row
+    b.add_rows(Shader::kSoftmaxRows, {u32(outer), u32(len)}, {xi, yi}, static_cast<uint64_t>(outer), n);
+    return Status::ok();
+  }
   b.add_1d(Shader::kSoftmax, {u32(outer), u32(len), u32(inner)}, {xi, yi}, static_cast<uint64_t>(outer * inner), n);
   return Status::ok();
 }

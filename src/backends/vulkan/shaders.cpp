@@ -87,6 +87,12 @@ const uint32_t kLayerNorm[] =
 const uint32_t kLayerNorm16[] =
 #include "layernorm_f16.spv.inc"
     ;
+const uint32_t kSoftmaxRows[] =
+#include "softmax_rows.spv.inc"
+    ;
+const uint32_t kSoftmaxRows16[] =
+#include "softmax_rows_f16.spv.inc"
+    ;
 const uint32_t kCast[] =
 #include "cast.spv.inc"
     ;
@@ -110,6 +116,7 @@ const std::array<std::array<ShaderCode, 2>, static_cast<size_t>(Shader::kCount)>
     {{SO_SHADER("softmax", kSoftmax), SO_SHADER("softmax_f16", kSoftmax16)}},
     {{SO_SHADER("layernorm", kLayerNorm), SO_SHADER("layernorm_f16", kLayerNorm16)}},
     {{SO_SHADER("cast", kCast), SO_SHADER("cast", kCast)}},
+    {{SO_SHADER("softmax_rows", kSoftmaxRows), SO_SHADER("softmax_rows_f16", kSoftmaxRows16)}},
 }};
 #undef SO_SHADER
 

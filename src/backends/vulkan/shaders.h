@@ -21,6 +21,7 @@ enum class Shader : uint8_t {
   kSoftmax,
   kLayerNorm,
   kCast,
+  kSoftmaxRows,
   kCount
 };
 
