@@ -288,7 +288,7 @@ buildah config \
   --env HOME=/tmp \
   --env LANG=C.UTF-8 \
   --env NVIDIA_VISIBLE_DEVICES=all \
-  --env NVIDIA_DRIVER_CAPABILITIES=compute,utility \
+  --env NVIDIA_DRIVER_CAPABILITIES=compute,utility,graphics \
   --port $PORT/tcp \
   --stop-signal SIGTERM \
   --entrypoint "[\"$PREFIX/bin/steadyocr\", \"serve\"]" \

@@ -16,6 +16,23 @@ namespace steadyocr::common {
 // Whether the backend runs this node of an op it declares; when not, `why` (if given) says why.
 using OpCheck = bool (*)(const graph::Node& n, std::string* why);
 
+// For OpChecks: declines with `reason`.
+inline bool decline(std::string* why, const char* reason) {
+  if (why) *why = reason;
+  return false;
+}
+inline bool rank_is(const graph::Value* v, size_t r) {
+  return v && v->shape.size() == r;
+}
+// A Resize the device backends' kernels run: NCHW, only the two trailing axes resized.
+inline bool resize_of_trailing_axes(const graph::Node& n, std::string* why) {
+  if (!rank_is(n.input(0), 4) || !rank_is(n.output(), 4)) return decline(why, "only 4-D (NCHW) resize");
+  if (n.input(0)->shape[0] != n.output()->shape[0] || n.input(0)->shape[1] != n.output()->shape[1]) {
+    return decline(why, "only the two trailing axes may be resized");
+  }
+  return true;
+}
+
 template <typename Build>
 class OpTable {
  public:

@@ -15,6 +15,31 @@ typedef struct SoPluginStatus {
 
 #ifdef __cplusplus
 }
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+namespace steadyocr::common {
+
+// Copies `s` into a fixed C buffer of a plugin struct, cut to fit and NUL-terminated.
+inline void copy_text(char* dst, size_t len, const std::string& s) {
+  if (!dst || len == 0) return;
+  const size_t n = std::min(len - 1, s.size());
+  std::memcpy(dst, s.data(), n);
+  dst[n] = '\0';
+}
+
+// Fills a call's outcome; returns `code` (0 = OK).
+inline int fill_plugin_status(SoPluginStatus* out, int code, const std::string& finding, const std::string& message) {
+  if (!out) return code;
+  out->code = code;
+  copy_text(out->finding, sizeof(out->finding), code == 0 ? "" : finding);
+  copy_text(out->message, sizeof(out->message), code == 0 ? "" : message);
+  return code;
+}
+
+}  // namespace steadyocr::common
 #endif
 
 #endif /* STEADYOCR_BACKENDS_COMMON_PLUGIN_STATUS_H_ */

@@ -56,12 +56,7 @@ using steadyocr::Status;
 using steadyocr::StatusCode;
 using steadyocr::cuda::is_sticky;
 
-void copy_text(char* dst, size_t len, const std::string& s) {
-  if (!dst || len == 0) return;
-  size_t n = std::min(len - 1, s.size());
-  std::memcpy(dst, s.data(), n);
-  dst[n] = '\0';
-}
+using steadyocr::common::copy_text;
 
 std::string library_of(const void* symbol) {
   Dl_info info;
@@ -81,12 +76,8 @@ std::string finding_for(const Status& s, const char* fallback) {
 }
 
 int report(SoPluginStatus* out, const Status& s, const char* fallback_finding) {
-  const int code = static_cast<int>(s.code());
-  if (!out) return code;
-  out->code = code;
-  copy_text(out->finding, sizeof(out->finding), s.is_ok() ? "" : finding_for(s, fallback_finding));
-  copy_text(out->message, sizeof(out->message), s.is_ok() ? "" : s.message());
-  return code;
+  return steadyocr::common::fill_plugin_status(out, static_cast<int>(s.code()),
+                                               s.is_ok() ? "" : finding_for(s, fallback_finding), s.message());
 }
 
 // Every call into the plugin runs through here: no exception leaves it, and a failure of device work is told

@@ -15,13 +15,10 @@
 namespace steadyocr::vk {
 namespace {
 
+using common::decline;
+using common::rank_is;
 using graph::OpKind;
 constexpr size_t kMaxRank = 8;
-
-bool no(std::string* why, const char* reason) {
-  if (why) *why = reason;
-  return false;
-}
 
 uint32_t fbits(float f) {
   uint32_t u;
@@ -57,98 +54,91 @@ bool word_elements(const graph::Node& n) {
   return true;
 }
 
-bool rank_is(const graph::Value* v, size_t r) {
-  return v && v->shape.size() == r;
-}
-
 // Every op: ranks up to 8, element counts that fit the shaders' 32-bit indices.
 bool common_ok(const graph::Node& n, std::string* why) {
   for (const graph::Value* v : n.outputs) {
     if (!v) continue;
-    if (v->shape.size() > kMaxRank) return no(why, "rank above 8");
+    if (v->shape.size() > kMaxRank) return decline(why, "rank above 8");
     if (shape_numel(v->shape) * static_cast<int64_t>(std::max<size_t>(dtype_size(v->dtype), 4) / 4) >
         (int64_t{1} << 31)) {
-      return no(why, "more than 2^31 elements");
+      return decline(why, "more than 2^31 elements");
     }
   }
   return true;
 }
 
 bool floats(const graph::Node& n, std::string* why) {
-  if (!all_f32(n)) return no(why, "only f32 tensors (integer math is folded on the host)");
+  if (!all_f32(n)) return decline(why, "only f32 tensors (integer math is folded on the host)");
   return true;
 }
 
 bool conv_ok(const graph::Node& n, std::string* why) {
-  if (!all_f32(n)) return no(why, "only f32 tensors");
-  if (!rank_is(n.input(0), 4) || !rank_is(n.output(), 4)) return no(why, "only 2-D convolutions (NCHW)");
-  if (!n.input(1) || !n.input(1)->is_constant() || !rank_is(n.input(1), 4)) return no(why, "weights must be constant");
+  if (!all_f32(n)) return decline(why, "only f32 tensors");
+  if (!rank_is(n.input(0), 4) || !rank_is(n.output(), 4)) return decline(why, "only 2-D convolutions (NCHW)");
+  if (!n.input(1) || !n.input(1)->is_constant() || !rank_is(n.input(1), 4))
+    return decline(why, "weights must be constant");
   return true;
 }
 
 bool batchnorm_ok(const graph::Node& n, std::string* why) {
-  if (!all_f32(n)) return no(why, "only f32 tensors");
+  if (!all_f32(n)) return decline(why, "only f32 tensors");
   for (size_t i = 1; i < 5; ++i) {
-    if (!n.input(i) || !n.input(i)->is_constant()) return no(why, "statistics must be constant");
+    if (!n.input(i) || !n.input(i)->is_constant()) return decline(why, "statistics must be constant");
   }
-  if (!n.input(0) || n.input(0)->shape.size() < 2) return no(why, "needs [N, C, ...]");
+  if (!n.input(0) || n.input(0)->shape.size() < 2) return decline(why, "needs [N, C, ...]");
   return true;
 }
 
 bool pool_ok(const graph::Node& n, std::string* why) {
-  if (!all_f32(n)) return no(why, "only f32 tensors");
+  if (!all_f32(n)) return decline(why, "only f32 tensors");
   if (n.op == OpKind::kGlobalAveragePool) {
-    if (!n.input(0) || n.input(0)->shape.size() < 3) return no(why, "needs [N, C, spatial...]");
+    if (!n.input(0) || n.input(0)->shape.size() < 3) return decline(why, "needs [N, C, spatial...]");
     return true;
   }
-  if (!rank_is(n.input(0), 4) || !rank_is(n.output(), 4)) return no(why, "only 2-D pooling (NCHW)");
+  if (!rank_is(n.input(0), 4) || !rank_is(n.output(), 4)) return decline(why, "only 2-D pooling (NCHW)");
   return true;
 }
 
 bool resize_ok(const graph::Node& n, std::string* why) {
-  if (!all_f32(n)) return no(why, "only f32 tensors");
-  if (!rank_is(n.input(0), 4) || !rank_is(n.output(), 4)) return no(why, "only 4-D (NCHW) resize");
-  if (n.input(0)->shape[0] != n.output()->shape[0] || n.input(0)->shape[1] != n.output()->shape[1]) {
-    return no(why, "only the two trailing axes may be resized");
-  }
-  return true;
+  if (!all_f32(n)) return decline(why, "only f32 tensors");
+  return common::resize_of_trailing_axes(n, why);
 }
 
 bool matmul_ok(const graph::Node& n, std::string* why) {
-  if (!all_f32(n)) return no(why, "only f32 tensors");
+  if (!all_f32(n)) return decline(why, "only f32 tensors");
   if (!n.input(0) || !n.input(1) || n.input(0)->shape.empty() || n.input(1)->shape.empty()) {
-    return no(why, "only operands of rank 1 or more");
+    return decline(why, "only operands of rank 1 or more");
   }
   return true;
 }
 
 bool layernorm_ok(const graph::Node& n, std::string* why) {
-  if (!all_f32(n) || !n.input(0)) return no(why, "only f32 tensors");
+  if (!all_f32(n) || !n.input(0)) return decline(why, "only f32 tensors");
   for (size_t i = 1; i < 3; ++i) {
-    if (n.input(i) && !n.input(i)->is_constant()) return no(why, "scale and bias must be constant");
+    if (n.input(i) && !n.input(i)->is_constant()) return decline(why, "scale and bias must be constant");
   }
-  if (!n.input(1)) return no(why, "needs a scale");
+  if (!n.input(1)) return decline(why, "needs a scale");
   return true;
 }
 
 bool layout_ok(const graph::Node& n, std::string* why) {
-  if (!word_elements(n)) return no(why, "only 4- and 8-byte elements");
+  if (!word_elements(n)) return decline(why, "only 4- and 8-byte elements");
   return true;
 }
 
 bool castable(DType t);
 
 bool cast_ok(const graph::Node& n, std::string* why) {
-  if (!n.input(0) || !n.output()) return no(why, "needs one input and one output");
+  if (!n.input(0) || !n.output()) return decline(why, "needs one input and one output");
   if (n.input(0)->dtype == n.output()->dtype) return layout_ok(n, why);
   if (!castable(n.input(0)->dtype) || !castable(n.output()->dtype)) {
-    return no(why, "only casts between f32, i32, i64, u8 and bool");
+    return decline(why, "only casts between f32, i32, i64, u8 and bool");
   }
   return true;
 }
 
 bool shape_ok(const graph::Node& n, std::string* why) {
-  if (!n.input(0) || !n.input(0)->has_static_shape()) return no(why, "needs a static input shape");
+  if (!n.input(0) || !n.input(0)->has_static_shape()) return decline(why, "needs a static input shape");
   return true;
 }
 

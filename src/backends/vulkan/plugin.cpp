@@ -22,28 +22,16 @@ namespace {
 using steadyocr::Status;
 using steadyocr::StatusCode;
 
-void copy_text(char* dst, size_t len, const std::string& s) {
-  if (!dst || len == 0) return;
-  size_t n = std::min(len - 1, s.size());
-  std::memcpy(dst, s.data(), n);
-  dst[n] = '\0';
-}
+using steadyocr::common::copy_text;
 
 int report(SoPluginStatus* out, const Status& s) {
-  const int code = static_cast<int>(s.code());
-  if (!out) return code;
-  out->code = code;
   std::string finding;
-  if (!s.is_ok()) {
-    if (s.finding() && !s.finding()->code.empty()) {
-      finding = s.finding()->code;
-    } else if (s.code() == StatusCode::kDeviceFault) {
-      finding = "L3_VULKAN_DEVICE_LOST";
-    }
+  if (s.finding() && !s.finding()->code.empty()) {
+    finding = s.finding()->code;
+  } else if (s.code() == StatusCode::kDeviceFault) {
+    finding = "L3_VULKAN_DEVICE_LOST";
   }
-  copy_text(out->finding, sizeof(out->finding), finding);
-  copy_text(out->message, sizeof(out->message), s.is_ok() ? "" : s.message());
-  return code;
+  return steadyocr::common::fill_plugin_status(out, static_cast<int>(s.code()), finding, s.message());
 }
 
 template <typename F>

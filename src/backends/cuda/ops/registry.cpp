@@ -7,65 +7,55 @@
 namespace steadyocr::cuda {
 namespace {
 
+using common::decline;
+using common::rank_is;
 using graph::OpKind;
-
-bool no(std::string* why, const char* reason) {
-  if (why) *why = reason;
-  return false;
-}
-
-bool rank_is(const graph::Value* v, size_t r) {
-  return v && v->shape.size() == r;
-}
 
 bool rank_at_most_8(const graph::Node& n, std::string* why) {
   for (const graph::Value* v : n.outputs) {
-    if (v && v->shape.size() > 8) return no(why, "rank above 8");
+    if (v && v->shape.size() > 8) return decline(why, "rank above 8");
   }
   return true;
 }
 
 // Pointwise and reduction ops: integer math is folded on the host.
 bool floats(const graph::Node& n, std::string* why) {
-  if (!float_tensors_only(n)) return no(why, "only float tensors (integer math is folded on the host)");
+  if (!float_tensors_only(n)) return decline(why, "only float tensors (integer math is folded on the host)");
   return true;
 }
 
 bool conv_ok(const graph::Node& n, std::string* why) {
-  if (!float_tensors_only(n)) return no(why, "only float tensors");
-  if (!rank_is(n.input(0), 4) || !rank_is(n.output(), 4)) return no(why, "only 2-D convolutions (NCHW)");
-  if (!n.input(1) || !n.input(1)->is_constant()) return no(why, "weights must be constant");
+  if (!float_tensors_only(n)) return decline(why, "only float tensors");
+  if (!rank_is(n.input(0), 4) || !rank_is(n.output(), 4)) return decline(why, "only 2-D convolutions (NCHW)");
+  if (!n.input(1) || !n.input(1)->is_constant()) return decline(why, "weights must be constant");
   return true;
 }
 
 bool resize_ok(const graph::Node& n, std::string* why) {
-  if (!float_tensors_only(n)) return no(why, "only float tensors");
-  if (!rank_is(n.input(0), 4) || !rank_is(n.output(), 4)) return no(why, "only 4-D (NCHW) resize");
-  if (n.input(0)->shape[0] != n.output()->shape[0] || n.input(0)->shape[1] != n.output()->shape[1]) {
-    return no(why, "only the two trailing axes may be resized");
-  }
-  return true;
+  if (!float_tensors_only(n)) return decline(why, "only float tensors");
+  return common::resize_of_trailing_axes(n, why);
 }
 
 bool pool_ok(const graph::Node& n, std::string* why) {
-  if (!float_tensors_only(n)) return no(why, "only float tensors");
-  if (!rank_is(n.input(0), 4)) return no(why, "only 2-D pooling (NCHW)");
+  if (!float_tensors_only(n)) return decline(why, "only float tensors");
+  if (!rank_is(n.input(0), 4)) return decline(why, "only 2-D pooling (NCHW)");
   return true;
 }
 
 bool layernorm_ok(const graph::Node& n, std::string* why) {
-  if (!float_tensors_only(n) || !n.input(0)) return no(why, "only float tensors");
+  if (!float_tensors_only(n) || !n.input(0)) return decline(why, "only float tensors");
   const Shape& xs = n.input(0)->shape;
   int64_t axis = 0;
   if (!normalize_axis(n.attr<graph::LayerNormAttrs>().axis, static_cast<int64_t>(xs.size()), &axis)) {
-    return no(why, "axis out of range");
+    return decline(why, "axis out of range");
   }
   int64_t cols = 1;
   for (size_t d = static_cast<size_t>(axis); d < xs.size(); ++d) cols *= xs[d];
   for (size_t i = 1; i < 3; ++i) {
     const graph::Value* p = n.input(i);
     // Constants may broadcast (expanded on the host); a computed scale/bias must cover every element.
-    if (p && !p->is_constant() && shape_numel(p->shape) != cols) return no(why, "computed scale/bias that broadcast");
+    if (p && !p->is_constant() && shape_numel(p->shape) != cols)
+      return decline(why, "computed scale/bias that broadcast");
   }
   return true;
 }
