@@ -35,16 +35,22 @@ std::vector<std::string> available_backends() {
     names.push_back("cuda-fp32-nocudnn");
     names.push_back("cuda-fp16-nocudnn");
   }
-  // Every Vulkan device counts here, lavapipe included (the op cases and tests run on it); the ladder is choosier
-  // (vulkan_ladder_device).
+  // Every Vulkan device counts here, lavapipe included (the op cases and tests run on it), best first: a GPU's
+  // Vulkan before the cpu backend, a CPU implementation (lavapipe: much slower than oneDNN) after it. The ladder is
+  // choosier (vulkan_ladder_device).
+  std::vector<std::string> vulkan;
+  bool vulkan_on_cpu = false;
   if (!vulkan_plugin_status().devices.empty()) {
-    names.push_back("vulkan");
+    vulkan.push_back("vulkan");
     const auto& d = vulkan_plugin_status().devices[static_cast<size_t>(vulkan_device())];
-    if (d.storage_fp16) names.push_back("vulkan-fp16");
+    if (d.storage_fp16) vulkan.push_back("vulkan-fp16");
+    vulkan_on_cpu = vulkan_device_is_cpu(d);
   }
+  if (!vulkan_on_cpu) names.insert(names.end(), vulkan.begin(), vulkan.end());
 #ifdef STEADYOCR_HAVE_ONEDNN
   names.push_back("cpu");
 #endif
+  if (vulkan_on_cpu) names.insert(names.end(), vulkan.begin(), vulkan.end());
   names.push_back("reference");
   return names;
 }

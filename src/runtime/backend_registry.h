@@ -11,8 +11,9 @@
 
 namespace steadyocr::runtime {
 
-// Names that can be created in this build on this machine, best first (e.g. {"cuda-fp32", "cuda-fp16", "cpu",
-// "reference"}; the cuda ones only when the plugin loads and a device is present).
+// Names that can be created in this build on this machine, best first (e.g. {"cuda-fp32", "cuda-fp16", ..., "vulkan",
+// "cpu", "reference"}; the cuda ones only when the plugin loads and a device is present, the vulkan ones where a Vulkan
+// device is usable: after "cpu" when that device is a CPU implementation such as lavapipe).
 std::vector<std::string> available_backends();
 // The Vulkan device "vulkan" runs on: $STEADYOCR_VULKAN_DEVICE (an index among the usable devices), else the first
 // that is not a CPU implementation, else 0.

@@ -32,13 +32,12 @@ bool identical(const Tensor& a, const Tensor& b) {
 }
 
 // Several threads, each with its own prepared plan (own stream and buffers), give exactly the single-thread results.
-void concurrency(const std::string& name) {
+void concurrency(const std::string& name, const Shape& shape = {6, 3, 48, 320}, int kRuns = 12) {
   SO_REQUIRE_MODELS();
   SO_CUDA_BACKEND_OR_SKIP(backend, name);
-  const Shape shape{6, 3, 48, 320};
   auto g = optimized_model(kRecModel, shape);
   ASSERT_TRUE(g.is_ok()) << g.status().to_string();
-  constexpr int kThreads = 4, kRuns = 12;
+  constexpr int kThreads = 4;
   std::vector<Tensor> inputs;
   for (int i = 0; i < kThreads * kRuns; ++i) inputs.push_back(random_tensor(shape, 100 + i));
   std::vector<Tensor> expected(inputs.size());
@@ -81,6 +80,14 @@ TEST(CudaRuntime, ConcurrentSessionsMatchSingleThreadFp32) {
 }
 TEST(CudaRuntime, ConcurrentSessionsMatchSingleThreadFp16) {
   concurrency("cuda-fp16");
+}
+// The Vulkan plugin: one queue shared by the plans of four threads, each plan with its own command buffer and
+// buffers; planning (weights, pipelines, the buffer pool) racing with runs. Small shapes: lavapipe runs it in CI.
+TEST(VulkanRuntime, ConcurrentSessionsMatchSingleThread) {
+  concurrency("vulkan", {2, 3, 48, 96}, 2);
+}
+TEST(VulkanRuntime, ConcurrentSessionsMatchSingleThreadFp16) {
+  concurrency("vulkan-fp16", {2, 3, 48, 96}, 2);
 }
 
 TEST(CudaRuntime, DeviceMemoryFlatOver1000Runs) {

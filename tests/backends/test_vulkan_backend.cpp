@@ -5,8 +5,12 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <thread>
 
 #include "runtime/backend_registry.h"
+#include "runtime/model.h"
 #include "runtime/vulkan_plugin.h"
 #include "test_util.h"
 
@@ -128,6 +132,60 @@ TEST(VulkanPlugin, CandidatesHonourThePin) {
   const auto d = runtime::vulkan_plugin_candidates();
   ASSERT_GE(d.size(), 2u);
   EXPECT_EQ(d.back(), "libsteadyocr_vulkan.so");  // last: the loader's own search path
+}
+
+}  // namespace
+}  // namespace steadyocr::testing
+
+namespace steadyocr::testing {
+namespace {
+
+// The pipeline's device profile as the Vulkan plugin sees it: several threads calling one model with shapes that
+// come and go (plans made, replicated, evicted while other plans run), every result equal to a serial run's.
+TEST(VulkanPlugin, ThreadsPlanningAndEvictingShapesGetTheSerialResults) {
+  SO_VULKAN_OR_SKIP();
+  SO_REQUIRE_MODELS();
+  auto backend = runtime::create_backend("vulkan");
+  ASSERT_TRUE(backend.is_ok()) << backend.status().to_string();
+  runtime::ModelOptions mo;
+  mo.max_replicas = 2;
+  mo.max_cached_shapes = 3;  // fewer than the shapes below: plans are evicted while others run
+  mo.reuse_generic_passes = true;
+  mo.fallbacks = runtime::fallback_chain("vulkan");
+  auto model = runtime::Model::load(models_dir() + "/ch_ppocr_mobile_v2.0_cls_infer.onnx", *backend, mo);
+  ASSERT_TRUE(model.is_ok()) << model.status().to_string();
+  std::vector<Tensor> inputs;
+  for (int i = 0; i < 12; ++i) {
+    Tensor t = Tensor::empty(DType::kF32, {1 + i % 2, 3, 48, 64 + 32 * (i % 5)});
+    for (int64_t k = 0; k < t.numel(); ++k) t.data<float>()[k] = static_cast<float>((k * 37 + i) % 101) / 50.f - 1.f;
+    inputs.push_back(std::move(t));
+  }
+  std::vector<Tensor> expected;
+  for (const Tensor& t : inputs) {
+    auto y = (*model)->run(t);
+    ASSERT_TRUE(y.is_ok()) << y.status().to_string();
+    expected.push_back(y->clone());
+  }
+  std::atomic<int> errors{0}, mismatches{0};
+  std::vector<std::thread> threads;
+  for (int th = 0; th < 4; ++th) {
+    threads.emplace_back([&, th] {
+      for (int r = 0; r < 6; ++r) {
+        const size_t i = static_cast<size_t>((th * 5 + r * 7) % 12);
+        auto y = (*model)->run(inputs[i]);
+        if (!y.is_ok()) {
+          ++errors;
+          continue;
+        }
+        if (y->shape() != expected[i].shape() || std::memcmp(y->raw(), expected[i].raw(), expected[i].nbytes()) != 0) {
+          ++mismatches;
+        }
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(errors.load(), 0);
+  EXPECT_EQ(mismatches.load(), 0);
 }
 
 }  // namespace

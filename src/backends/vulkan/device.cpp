@@ -282,6 +282,7 @@ Result<std::shared_ptr<Device>> Device::create(int index, size_t memory_budget_b
   VkPhysicalDeviceProperties props{};
   a.vkGetPhysicalDeviceProperties(d->physical_, &props);
   d->storage_alignment_ = std::max<size_t>(256, props.limits.minStorageBufferOffsetAlignment);
+  d->max_range_ = props.limits.maxStorageBufferRange;
 
   const float priority = 1.f;
   VkDeviceQueueCreateInfo q{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};

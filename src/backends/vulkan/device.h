@@ -67,6 +67,8 @@ class Device : public std::enable_shared_from_this<Device> {
   VkDevice handle() const { return device_; }
   const SoVkDeviceInfo& info() const { return info_; }
   size_t storage_alignment() const { return storage_alignment_; }
+  // The largest storage buffer a shader may bind (maxStorageBufferRange: 128 MiB on some drivers).
+  size_t max_binding_bytes() const { return max_range_; }
 
   Result<std::unique_ptr<DeviceBuffer>> allocate(size_t bytes, Memory kind, const std::string& what);
   // Device memory held: buffers in use plus the free ones kept for reuse.
@@ -110,6 +112,7 @@ class Device : public std::enable_shared_from_this<Device> {
   uint32_t family_ = 0;
   VkPhysicalDeviceMemoryProperties memory_{};
   size_t storage_alignment_ = 256;
+  size_t max_range_ = size_t{1} << 27;
   size_t budget_ = 0;
   std::atomic<size_t> in_use_{0};
   std::atomic<bool> lost_{false};

@@ -344,6 +344,23 @@ Status Plan::record() {
   };
   (void)props;
 
+  // A tensor a shader binds must fit the device's largest binding: refused here, with the figures, rather than read
+  // past the range.
+  for (const Dispatch& d : dispatches_) {
+    for (int t : d.tensors) {
+      if (t < 0) continue;
+      const Buf& x = bufs_[static_cast<size_t>(t)];
+      const Buf& root = x.kind == BufKind::kView ? bufs_[static_cast<size_t>(x.root)] : x;
+      if (root.bytes > device_->max_binding_bytes()) {
+        return Status(
+            StatusCode::kResourceExhausted,
+            fmt::format("{}: tensor '{}' ({:.1f} MiB) is larger than the device's largest storage buffer "
+                        "binding (maxStorageBufferRange {:.1f} MiB): use smaller inputs (--det-limit-side) or "
+                        "another backend",
+                        d.label, x.name, root.bytes / 1048576.0, device_->max_binding_bytes() / 1048576.0));
+      }
+    }
+  }
   std::vector<VkDescriptorSetLayout> layouts(dispatches_.size(), device_->set_layout());
   std::vector<VkDescriptorSet> ds(dispatches_.size());
   if (!dispatches_.empty()) {
