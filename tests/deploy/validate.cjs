@@ -143,8 +143,8 @@ function checkServerContainer(where, c, pod, sharing, opts = {}) {
   check(where, argValue(args, "--models") === "/opt/steadyocr/models", "--models /opt/steadyocr/models (in the image)");
   check(where, args.includes("--require-gpu"), "--require-gpu: a GPU deployment must not serve from the CPU silently");
   const env = Object.fromEntries((c.env || []).map((e) => [e.name, e.value]));
-  check(where, env.NVIDIA_DRIVER_CAPABILITIES === "compute,utility",
-    `env NVIDIA_DRIVER_CAPABILITIES=compute,utility (is ${env.NVIDIA_DRIVER_CAPABILITIES})`);
+  check(where, env.NVIDIA_DRIVER_CAPABILITIES === "compute,utility,graphics",
+    `env NVIDIA_DRIVER_CAPABILITIES=compute,utility,graphics (is ${env.NVIDIA_DRIVER_CAPABILITIES})`);
   const res = c.resources || {};
   for (const k of ["cpu", "memory"]) {
     check(where, (res.requests || {})[k] !== undefined, `resources.requests.${k} is missing`);
@@ -293,7 +293,7 @@ function checkAppSet(name, objs) {
   const jenv = Object.fromEntries((jc.env || []).map((e) => [e.name, e]));
   check(w, ((jenv.NODE_NAME || {}).valueFrom || {}).fieldRef && jenv.NODE_NAME.valueFrom.fieldRef.fieldPath === "spec.nodeName", "NODE_NAME from spec.nodeName");
   check(w, /^https?:\/\//.test((jenv.PUSHGATEWAY_URL || {}).value || ""), "PUSHGATEWAY_URL set");
-  check(w, (jenv.NVIDIA_DRIVER_CAPABILITIES || {}).value === "compute,utility", "NVIDIA_DRIVER_CAPABILITIES=compute,utility");
+  check(w, (jenv.NVIDIA_DRIVER_CAPABILITIES || {}).value === "compute,utility,graphics", "NVIDIA_DRIVER_CAPABILITIES=compute,utility,graphics (graphics: the Vulkan ICD)");
   const jg = gpuResources(jc.resources);
   check(w, jg.length === 1 && jg[0] === server.gpu, `the same GPU resource as the servers (${server.gpu}): ${jg}`);
   check(w, JSON.stringify(jpod.nodeSelector) === JSON.stringify(pod.nodeSelector), "the servers' node selector (the same GPU)");
