@@ -2,7 +2,12 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
 #include <cstring>
+
+#include "core/log.h"
 
 namespace steadyocr::vk {
 namespace {
@@ -278,6 +283,18 @@ Result<std::shared_ptr<Device>> Device::create(int index, size_t memory_budget_b
   d->physical_ = st.usable[index];
   d->family_ = static_cast<uint32_t>(d->info_.compute_queue_family);
   d->budget_ = memory_budget_bytes;
+  // A GPU finishes any plan in well under a second; a CPU device (lavapipe) shares the cores with its callers.
+  d->hang_seconds_ = d->info_.type == VK_PHYSICAL_DEVICE_TYPE_CPU ? 600.0 : 60.0;
+  if (const char* env = std::getenv("STEADYOCR_VULKAN_HANG_S"); env && *env) {
+    char* end = nullptr;
+    const double v = std::strtod(env, &end);
+    if (end && *end == '\0' && v > 0) {
+      d->hang_seconds_ = v;
+    } else {
+      log::warn("vulkan", "ignoring STEADYOCR_VULKAN_HANG_S='{}' (want seconds > 0); the hang limit stays {:.0f} s",
+                env, d->hang_seconds_);
+    }
+  }
   a.vkGetPhysicalDeviceMemoryProperties(d->physical_, &d->memory_);
   VkPhysicalDeviceProperties props{};
   a.vkGetPhysicalDeviceProperties(d->physical_, &props);
@@ -450,6 +467,17 @@ Result<VkPipeline> Device::pipeline(Shader s, bool f16) {
   return p;
 }
 
+namespace {
+int64_t steady_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+}  // namespace
+
+double Device::hang_seconds() const {
+  return hang_seconds_;
+}
+
 Status Device::submit_and_wait(VkCommandBuffer cb, VkFence fence, const char* what) {
   if (lost_) return vk_status(StatusCode::kDeviceFault, "L3_VULKAN_DEVICE_LOST", "the Vulkan device was lost");
   const VkApi& a = vkapi();
@@ -457,19 +485,52 @@ Status Device::submit_and_wait(VkCommandBuffer cb, VkFence fence, const char* wh
   si.commandBufferCount = 1;
   si.pCommandBuffers = &cb;
   VkResult r;
+  const int64_t submitted = steady_ns();
   {
     std::lock_guard<std::mutex> lock(queue_mu_);
     r = a.vkQueueSubmit(queue_, 1, &si, fence);
   }
-  if (r == VK_SUCCESS) {
-    // A minute is far beyond any plan; a hang past it is reported as a lost device rather than waited on forever.
-    r = a.vkWaitForFences(device_, 1, &fence, VK_TRUE, 60ull * 1000 * 1000 * 1000);
-    if (r == VK_TIMEOUT) r = VK_ERROR_DEVICE_LOST;
+  const auto hang_ns = static_cast<int64_t>(hang_seconds() * 1e9);
+  const auto slice_ns = static_cast<uint64_t>(std::clamp<int64_t>(hang_ns / 10, 10'000'000, 1'000'000'000));
+  while (r == VK_SUCCESS) {
+    r = a.vkWaitForFences(device_, 1, &fence, VK_TRUE, slice_ns);
+    if (r != VK_TIMEOUT) break;
+    r = VK_SUCCESS;  // waited a slice more: hung only when the whole queue stands still
+    const int64_t idle = steady_ns() - std::max(submitted, last_progress_ns_.load());
+    if (idle > hang_ns) {
+      {
+        std::lock_guard<std::mutex> lock(pending_mu_);
+        pending_.insert(fence);
+      }
+      log::error("vulkan", "{}: the queue completed nothing for {:.0f} s; the device is treated as lost", what,
+                 idle / 1e9);
+      r = VK_ERROR_DEVICE_LOST;
+      break;
+    }
   }
-  if (r == VK_SUCCESS) r = a.vkResetFences(device_, 1, &fence);
+  if (r == VK_SUCCESS) {
+    last_progress_ns_ = steady_ns();
+    r = a.vkResetFences(device_, 1, &fence);
+  }
   if (r == VK_ERROR_DEVICE_LOST) lost_ = true;
   if (r != VK_SUCCESS) return vk_error(r, what);
   return Status::ok();
+}
+
+bool Device::settle(VkFence fence, const char* what) {
+  {
+    std::lock_guard<std::mutex> lock(pending_mu_);
+    if (!pending_.count(fence)) return true;  // completed, or failed with the device itself
+  }
+  const VkApi& a = vkapi();
+  const VkResult r = a.vkWaitForFences(device_, 1, &fence, VK_TRUE, static_cast<uint64_t>(hang_seconds() * 1e9));
+  if (r == VK_TIMEOUT) {
+    log::error("vulkan", "{}: a submission declared hung is still running; its buffers are leaked, not freed", what);
+    return false;
+  }
+  std::lock_guard<std::mutex> lock(pending_mu_);
+  pending_.erase(fence);
+  return true;
 }
 
 }  // namespace steadyocr::vk

@@ -8,7 +8,10 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "backends/vulkan/plugin_api.h"
@@ -59,6 +62,12 @@ class DeviceBuffer {
   Memory kind_;
 };
 
+// Keeps an object alive for good: what a submission declared hung may still use is leaked rather than freed.
+template <typename T>
+void leak(T&& object) {
+  static_cast<void>(new std::decay_t<T>(std::forward<T>(object)));
+}
+
 class Device : public std::enable_shared_from_this<Device> {
  public:
   static Result<std::shared_ptr<Device>> create(int index, size_t memory_budget_bytes);
@@ -81,8 +90,15 @@ class Device : public std::enable_shared_from_this<Device> {
   VkDescriptorSetLayout set_layout() const { return set_layout_; }
   VkPipelineLayout pipeline_layout() const { return pipeline_layout_; }
 
-  // Submits one command buffer and waits for it (the queue is shared: submissions are serialised).
+  // Submits one command buffer and waits for it (the queue is shared: submissions are serialised). It is declared
+  // hung, and the device lost, only when the queue completes nothing for hang_seconds(): other threads' submissions
+  // finishing ahead of it are progress (a CPU device such as lavapipe, with every core busy, is slow, not hung).
   Status submit_and_wait(VkCommandBuffer cb, VkFence fence, const char* what);
+  // Before a fence (and the command buffer and memory its submission uses) is destroyed: true when nothing of it can
+  // still be running. A submission declared hung is waited for once more; false when it is still running then, and
+  // the caller leaks its objects (logged) rather than free memory the device may still write.
+  bool settle(VkFence fence, const char* what);
+  double hang_seconds() const;
   uint32_t queue_family() const { return family_; }
   // Sticky once the device reported VK_ERROR_DEVICE_LOST: every later call fails fast.
   bool lost() const { return lost_.load(); }
@@ -116,6 +132,10 @@ class Device : public std::enable_shared_from_this<Device> {
   size_t budget_ = 0;
   std::atomic<size_t> in_use_{0};
   std::atomic<bool> lost_{false};
+  double hang_seconds_ = 60.0;                // STEADYOCR_VULKAN_HANG_S, else 60 (a GPU) or 600 (a CPU device)
+  std::atomic<int64_t> last_progress_ns_{0};  // when a submission last completed (steady clock)
+  std::mutex pending_mu_;
+  std::set<VkFence> pending_;  // fences of submissions declared hung, still running
   VkDescriptorSetLayout set_layout_ = VK_NULL_HANDLE;
   VkPipelineLayout pipeline_layout_ = VK_NULL_HANDLE;
   std::mutex pipelines_mu_;

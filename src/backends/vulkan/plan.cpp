@@ -24,6 +24,12 @@ constexpr size_t kChunkBytes = size_t{16} << 20;
 
 WeightCache::~WeightCache() {
   const VkApi& a = vkapi();
+  if (fence_ && !device_->settle(fence_, "uploading weights")) {
+    leak(std::move(staging_));  // the device may still read them (logged by settle)
+    leak(std::move(chunks_));
+    leak(device_);
+    return;
+  }
   if (fence_) a.vkDestroyFence(device_->handle(), fence_, nullptr);
   if (pool_) a.vkDestroyCommandPool(device_->handle(), pool_, nullptr);
 }
@@ -253,7 +259,7 @@ Status Plan::finish(PlanBuilder& b, const graph::Graph& g) {
     Buf& x = b.bufs_[i];
     if (x.kind != BufKind::kArena || !x.live.used()) continue;
     common::ArenaBuffer a = x.live;
-    a.bytes = std::max<size_t>(x.bytes, 4);
+    a.bytes = round_up(std::max<size_t>(x.bytes, 4), 4);  // the whole words its binding covers
     places.push_back(a);
     placed.push_back(static_cast<int>(i));
   }
@@ -446,6 +452,15 @@ Plan::~Plan() {
   const VkApi& a = vkapi();
   if (!device_) return;
   const VkDevice dev = device_->handle();
+  if (fence_ && !device_->settle(fence_, "running the plan")) {
+    // The device may still run the command buffer: its objects and memory are leaked, not freed (logged by settle).
+    for (auto* b : {&arena_, &params_, &staging_in_, &staging_out_}) leak(std::move(*b));
+    for (const Buf& x : bufs_) {
+      if (x.kind == BufKind::kWeight) leak(x.weight.chunk);
+    }
+    leak(device_);  // never destroyed: its destructor would wait for the hung queue
+    return;
+  }
   if (fence_) a.vkDestroyFence(dev, fence_, nullptr);
   if (cmd_pool_) a.vkDestroyCommandPool(dev, cmd_pool_, nullptr);
   if (pool_) a.vkDestroyDescriptorPool(dev, pool_, nullptr);
