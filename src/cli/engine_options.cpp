@@ -48,6 +48,10 @@ void add_engine_flags(CLI::App* app, EngineArgs* args) {
   app->add_option("--drop-score", args->drop_score, "Drop lines read with a lower score")
       ->check(CLI::Range(0.0, 1.0))
       ->capture_default_str();
+  app->add_option("--plan-cache", args->plan_cache,
+                  "Input shapes kept planned per model (0: 512 on GPU backends, 24 on the CPU)")
+      ->check(CLI::Range(0, 100000))
+      ->capture_default_str();
   app->add_option("--det-limit-side", args->det_limit_side, "Longer side of the detection input")
       ->check(CLI::Range(32, 8192))
       ->capture_default_str();
@@ -147,6 +151,7 @@ Result<EngineOptions> engine_options_from(const EngineArgs& a) {
   opts.use_cls = a.cls;
   opts.drop_score = a.drop_score;
   opts.det_limit_side = a.det_limit_side;
+  opts.plan_cache = a.plan_cache;
   opts.db.thresh = a.det_thresh;
   opts.db.box_thresh = a.det_box_thresh;
   opts.db.unclip_ratio = a.unclip_ratio;

@@ -70,8 +70,10 @@ Result<std::unique_ptr<Pipeline>> Pipeline::load(const ModelPaths& paths, std::s
     if (opts.rec.merge_rows == 0) opts.rec.merge_rows = 8 * std::max(opts.rec.batch, 1);
     model_options.max_replicas = std::max(1, opts.plan_instances);
     model_options.reuse_generic_passes = true;  // exact det sizes and rec widths: most requests plan a new shape
-    model_options.max_cached_shapes = 64;       // device memory is plentiful; a repeated width skips planning
+    // Plans hold no device memory of their own (runs lease arenas): every shape a set repeats skips planning.
+    model_options.max_cached_shapes = 512;
   }
+  if (opts.plan_cache > 0) model_options.max_cached_shapes = static_cast<size_t>(opts.plan_cache);
   std::map<std::string, std::shared_ptr<runtime::Model>> raw;
   auto wrapped = [&](const char* stage, std::unique_ptr<runtime::Model> m) -> std::shared_ptr<runtime::Runner> {
     std::shared_ptr<runtime::Model> shared = std::move(m);

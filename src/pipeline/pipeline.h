@@ -58,7 +58,10 @@ struct PipelineOptions {
   // Load the angle classifier even when use_cls is off, so that single images can ask for it (ImageOptions::use_cls).
   bool load_cls = false;
   ExecutionProfile execution = ExecutionProfile::kAuto;
-  int plan_instances = 4;         // kDevice: prepared instances per input shape (concurrent pictures)
+  int plan_instances = 4;  // kDevice: prepared instances per input shape (concurrent pictures)
+  // Plans (input shapes) kept per model, least recently used dropped first; 0: 512 on kDevice (a plan holds no
+  // device memory of its own: runs lease arenas), the runtime's default on the host.
+  int plan_cache = 0;
   bool warm_up = true;            // kDevice: plan the bucketed det/rec shapes at load
   int warm_rec_max_width = 1280;  // kDevice: widest recognition bucket planned at load (wider ones on demand)
   // Batching across concurrent calls (runtime/batching.h): model runs of one shape that arrive while that shape's

@@ -272,6 +272,7 @@ cuda::BackendConfig cuda_backend_config(const std::string& precision, size_t mem
     c.cudnn = !is("STEADYOCR_CUDA_CUDNN", {"0", "off", "false"});
     c.cuda_graphs = !is("STEADYOCR_CUDA_GRAPHS", {"0", "off", "false"});
     c.calibrate = !is("STEADYOCR_CUDA_CALIBRATE", {"0", "off", "false"});
+    c.own_arenas = is("STEADYOCR_CUDA_ARENAS", {"per-plan"});
     if (const char* f = std::getenv("STEADYOCR_CUDA_FAULT")) c.fault_spec = f;
     return c;
   }();

@@ -116,6 +116,36 @@ TEST(CudaRuntime, DeviceMemoryFlatOver1000Runs) {
   EXPECT_LE(before > after ? before - after : 0, size_t{2} << 20) << "device memory grew over 1000 runs";
 }
 
+// Plans hold no device memory of their own: runs lease activation arenas, so a model with many shapes planned and
+// run in turn holds one arena (sized for the largest), not one per shape. The shapes come largest first, so the
+// arena never grows: after the first run, no more than a few KiB are taken from the pool.
+TEST(CudaRuntime, ShapesRunInTurnShareOneArena) {
+  SO_REQUIRE_MODELS();
+  SO_CUDA_BACKEND_OR_SKIP(backend, "cuda-fp32");
+  runtime::ModelOptions mo;
+  mo.max_cached_shapes = 64;
+  auto model = runtime::Model::load(models_dir() + "/" + kDetModel, backend, mo);
+  ASSERT_TRUE(model.is_ok());
+  const auto in_use = [] {
+    return metrics::value("steadyocr_gpu_memory_bytes", {{"device", "0"}, {"state", "in_use"}});
+  };
+  ASSERT_TRUE((*model)->run(random_tensor({1, 3, 320, 320}, 1)).is_ok());
+  const double first = in_use();
+  for (int i = 0; i < 12; ++i) {  // 288..192 x 320..256, multiples of 32 as the detector takes them
+    Tensor x = random_tensor({1, 3, 288 - 32 * (i / 3), 320 - 32 * (i % 3)}, 10 + i);
+    for (int rep = 0; rep < 3; ++rep) {  // eager, capture, replay
+      auto y = (*model)->run(x);
+      ASSERT_TRUE(y.is_ok()) << "shape " << i << ": " << y.status().to_string();
+    }
+  }
+  const double after = in_use();
+  std::printf("pool in use after the first shape %.1f MiB, after 12 more shapes %.1f MiB\n", first / 1048576.0,
+              after / 1048576.0);
+  EXPECT_EQ((*model)->stats().plans_built, 13u);
+  // Small constants a shape folds differently may add a few KiB of weights; an arena of these shapes is megabytes.
+  EXPECT_LE(after - first, 1048576.0) << "a plan took device memory of its own";
+}
+
 TEST(CudaRuntime, BudgetRefusesAPlanThatDoesNotFit) {
   SO_REQUIRE_MODELS();
   std::string why;

@@ -26,6 +26,9 @@ struct BackendConfig {
   // col2im, depthwise and pointwise ones as with own_conv (STEADYOCR_CUDA_CUDNN=0).
   bool cudnn = true;
   std::string fault_spec;  // faults to arm in the plugin at creation (docs/FAULTS.md); "" = none
+  // true: each plan keeps an activation arena of its own, held while the plan is cached (the layout before
+  // 2026-12-02, STEADYOCR_CUDA_ARENAS=per-plan, for comparison); false: runs lease arenas from the device.
+  bool own_arenas = false;
 };
 
 // The C form of `c`; its strings point into `c`, which must outlive the result.
@@ -42,6 +45,7 @@ inline SoBackendConfig to_abi(const BackendConfig& c) {
   a.calibrate = c.calibrate ? 1 : 0;
   a.fault_spec = c.fault_spec.c_str();
   a.cudnn = c.cudnn ? 1 : 0;
+  a.own_arenas = c.own_arenas ? 1 : 0;
   return a;
 }
 
@@ -57,6 +61,7 @@ inline BackendConfig from_abi(const SoBackendConfig& a) {
   c.calibrate = a.calibrate != 0;
   c.fault_spec = a.fault_spec ? a.fault_spec : "";
   c.cudnn = a.cudnn != 0;
+  c.own_arenas = a.own_arenas != 0;
   return c;
 }
 

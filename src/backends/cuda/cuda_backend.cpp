@@ -58,6 +58,7 @@ Result<std::unique_ptr<CudaBackend>> CudaBackend::create(const BackendConfig& co
   st->calibrate = config.calibrate;
   st->debug_sync = config.debug_sync;
   st->own_conv = config.own_conv;
+  st->own_arenas = config.own_arenas;
   st->cudnn = config.cudnn;
   if (st->cudnn && !cudnn_load().usable) {
     // Never a silent switch to the slower path: the host's ladder steps to a -nocudnn rung, visibly.

@@ -24,6 +24,7 @@ struct BackendState {
   bool calibrate = true;    // reduced precision: verify per layer on the first real input of each model
   bool debug_sync = false;  // synchronise and check after every step (BackendConfig::debug_sync)
   bool own_conv = true;     // depthwise/pointwise convolutions without cuDNN (BackendConfig::own_conv)
+  bool own_arenas = false;  // BackendConfig::own_arenas
   bool cudnn = true;        // false: no convolution through cuDNN (BackendConfig::cudnn)
   std::mutex mu;
   std::map<std::string, std::set<std::string>> f32_nodes;  // model signature -> nodes kept in fp32

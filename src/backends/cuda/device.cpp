@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstring>
 
 #include "backends/common/content_hash.h"
@@ -215,6 +217,7 @@ CudaDevice::~CudaDevice() {
   SO_GPU_TRY(cudaSetDevice(device_));
   for (auto& lane : free_lanes_) destroy_lane(&lane);
   free_lanes_.clear();
+  free_arenas_.clear();
   weights_.clear();
 }
 
@@ -339,6 +342,84 @@ void CudaDevice::release_lane(Lane lane) {
 void CudaDevice::discard_lane(Lane lane) {
   SO_GPU_TRY(cudaSetDevice(device_));
   destroy_lane(&lane);
+}
+
+Result<Arena> CudaDevice::acquire_arena(size_t bytes, uint64_t prefer, int wait_ms) {
+  constexpr size_t kGrain = size_t{4} << 20;  // arenas in 4 MiB steps: plans of similar size share one size
+  const size_t want = round_up(std::max<size_t>(bytes, 1), kGrain);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(wait_ms);
+  std::unique_lock<std::mutex> lock(mu_);
+  for (;;) {
+    largest_arena_ = std::max(largest_arena_, want);
+    auto fits = [&](const Arena& a) { return a.mem->bytes >= bytes; };
+    auto it = std::find_if(free_arenas_.begin(), free_arenas_.end(),
+                           [&](const Arena& a) { return a.id == prefer && fits(a); });
+    if (it == free_arenas_.end()) {
+      auto r = std::find_if(free_arenas_.rbegin(), free_arenas_.rend(), fits);  // the newest free one
+      if (r != free_arenas_.rend()) it = std::next(r).base();
+    }
+    if (it != free_arenas_.end()) {
+      Arena a = std::move(*it);
+      free_arenas_.erase(it);
+      return a;
+    }
+    // None fits: a free one that is too small is given up for a new one of the largest size.
+    DeviceMemoryPtr dropped;
+    if (!free_arenas_.empty()) {
+      dropped = std::move(free_arenas_.front().mem);
+      free_arenas_.erase(free_arenas_.begin());
+      --arenas_;
+      arena_bytes_ -= dropped->bytes;
+    }
+    const size_t size = largest_arena_;
+    const bool others_leased = arenas_ > free_arenas_.size();
+    lock.unlock();
+    dropped.reset();
+    auto mem = pool_->allocate(size, "activation arena");
+    lock.lock();
+    if (mem.is_ok()) {
+      Arena a{std::move(mem).value(), next_arena_id_++};
+      ++arenas_;
+      arena_bytes_ += a.mem->bytes;
+      metrics::set_gauge("steadyocr_cuda_arenas", {{"device", std::to_string(device_)}}, static_cast<double>(arenas_));
+      log::debug("cuda", "activation arena {} of {:.0f} MiB made: {} held, {:.0f} MiB", a.id, a.mem->bytes / 1048576.0,
+                 arenas_, arena_bytes_ / 1048576.0);
+      return a;
+    }
+    // Over the memory budget while other runs hold arenas: wait for one to come back (a ceiling met by waiting).
+    if (mem.status().code() != StatusCode::kResourceExhausted || !others_leased) return mem.status();
+    metrics::inc("steadyocr_cuda_arena_waits_total", {{"device", std::to_string(device_)}});
+    if (arena_freed_.wait_until(lock, deadline) == std::cv_status::timeout && free_arenas_.empty()) {
+      return Status(mem.status().code(), fmt::format("{} (waited {} ms for a run in flight to give an arena back)",
+                                                     mem.status().message(), wait_ms));
+    }
+  }
+}
+
+void CudaDevice::release_arena(Arena arena) {
+  if (!arena.mem) return;
+  DeviceMemoryPtr dropped;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (arena.mem->bytes < largest_arena_) {  // outgrown: freed, so that arenas converge to the largest size
+      --arenas_;
+      arena_bytes_ -= arena.mem->bytes;
+      dropped = std::move(arena.mem);
+    } else {
+      free_arenas_.push_back(std::move(arena));
+    }
+  }
+  arena_freed_.notify_one();
+}
+
+size_t CudaDevice::arenas() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return arenas_;
+}
+
+size_t CudaDevice::arena_bytes() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return arena_bytes_;
 }
 
 bool CudaDevice::find_algo(const ConvAlgoKey& key, ConvAlgoChoice* out) const {

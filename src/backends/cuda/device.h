@@ -6,6 +6,7 @@
 #include <cuda_runtime_api.h>
 #include <cudnn.h>
 
+#include <condition_variable>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -107,6 +108,14 @@ struct ConvAlgoChoice {
   size_t workspace = 0;
 };
 
+// An activation arena leased for one run: plans keep only their layout and bind to the arena their run leases, so
+// device memory follows the runs in flight, not the shapes planned. `id` is unique per arena (a plan bound to it,
+// and its CUDA graphs, stay valid while it lives).
+struct Arena {
+  DeviceMemoryPtr mem;
+  uint64_t id = 0;
+};
+
 class CudaDevice {
  public:
   CudaDevice(int device, size_t budget_bytes);
@@ -128,6 +137,16 @@ class CudaDevice {
   // Creates lanes up to `n` now (startup), so that concurrent first runs do not create them on the request's time.
   Status reserve_lanes(int n);
 
+  // An arena of at least `bytes`: `prefer` (the one the caller last ran on) when it is free and large enough, else
+  // any free one that is, else a new one sized for the largest plan seen so far (arenas converge to one size, so
+  // every free arena fits every plan). When the memory budget would be exceeded, waits up to `wait_ms` for a run
+  // to give an arena back rather than failing at once.
+  Result<Arena> acquire_arena(size_t bytes, uint64_t prefer, int wait_ms = 30000);
+  void release_arena(Arena arena);
+  // Arenas held (free and leased), and their bytes.
+  size_t arenas() const;
+  size_t arena_bytes() const;
+
   // Exact problem first; else the choice made for the same layer at another spatial size (`family`), which the
   // caller verifies with a workspace query before use.
   bool find_algo(const ConvAlgoKey& key, ConvAlgoChoice* out) const;
@@ -143,6 +162,10 @@ class CudaDevice {
   std::map<std::string, DeviceMemoryPtr> weights_;
   size_t weight_bytes_ = 0;
   std::vector<Lane> free_lanes_;
+  std::vector<Arena> free_arenas_;
+  size_t arenas_ = 0, arena_bytes_ = 0, largest_arena_ = 0;
+  uint64_t next_arena_id_ = 1;
+  std::condition_variable arena_freed_;
   std::map<ConvAlgoKey, ConvAlgoChoice> algos_;
   std::map<std::string, ConvAlgoChoice> algo_families_;
 };

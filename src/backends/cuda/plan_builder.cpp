@@ -328,20 +328,27 @@ Status PlanBuilder::place_and_bind() {
   for (int b = 0; b < nb; ++b) p.buffers[b].arena_offset = layout.offsets[b];
   const size_t total = layout.bytes;
   p.arena_bytes = total;
+  if (options_.lease_arena) return Status::ok();  // bound to the arena of each run (bind_arena)
   ASSIGN_OR_RETURN(p.arena, device_.pool()->allocate(std::max<size_t>(total, 1), "activation arena"));
+  return bind_arena(p, static_cast<char*>(p.arena->ptr), 0);
+}
+
+Status bind_arena(Plan& p, char* base, uint64_t id) {
+  const size_t nb = p.buffers.size();
   p.bindings.bases.assign(nb, nullptr);
-  for (int b = 0; b < nb; ++b) {
+  for (size_t b = 0; b < nb; ++b) {
     const auto& buf = p.buffers[b];
-    if (buf.kind == Plan::Buffer::Kind::kWeight) {
-      p.bindings.bases[b] = static_cast<char*>(buf.weight->ptr);
-    } else {
-      p.bindings.bases[b] = static_cast<char*>(p.arena->ptr) + buf.arena_offset;
-    }
+    p.bindings.bases[b] =
+        buf.kind == Plan::Buffer::Kind::kWeight ? static_cast<char*>(buf.weight->ptr) : base + buf.arena_offset;
   }
   for (auto& s : p.steps) {
     Status st = s->bind(p.bindings);
-    if (!st.is_ok()) return st.with_context(s->label);
+    if (!st.is_ok()) {
+      p.bound_arena = 0;
+      return st.with_context(s->label);
+    }
   }
+  p.bound_arena = id;
   return Status::ok();
 }
 

@@ -23,6 +23,7 @@ struct PlanOptions {
   bool keep_all = false;            // no buffer reuse, no fusion: every value readable after a run (calibration)
   bool own_conv = true;             // depthwise/pointwise convolutions without cuDNN (BackendConfig::own_conv)
   bool cudnn = true;                // false: no convolution through cuDNN (BackendConfig::cudnn)
+  bool lease_arena = false;         // no arena of its own: each run binds the plan to a leased one (bind_arena)
 };
 
 struct Plan {
@@ -42,10 +43,15 @@ struct Plan {
   BufRef workspace;
   size_t workspace_bytes = 0;
   size_t arena_bytes = 0;
-  DeviceMemoryPtr arena;
+  DeviceMemoryPtr arena;     // its own (PlanOptions::lease_arena false), else null
+  uint64_t bound_arena = 0;  // the leased arena the steps are bound to (0: none yet)
   Bindings bindings;
   int fused_nodes = 0;
 };
+
+// Binds the steps of a plan built with lease_arena to the arena at `base` (at least arena_bytes), known by `id`:
+// pointer arithmetic only, no device calls (microseconds).
+Status bind_arena(Plan& plan, char* base, uint64_t id);
 
 class PlanBuilder {
  public:

@@ -72,6 +72,7 @@ typedef struct SoBackendConfig {
   int calibrate;              /* fp16: verify the per-layer precision on a real input */
   const char* fault_spec;     /* faults armed at creation (docs/FAULTS.md); "" = none */
   int cudnn;                  /* 0: no convolution through cuDNN (every one on own kernels + cuBLAS) */
+  int own_arenas;             /* 1: each plan keeps an activation arena of its own (not leased per run) */
 } SoBackendConfig;
 
 typedef struct SteadyocrPluginApi {

@@ -88,11 +88,23 @@ Status CudaPreparedGraph::init(const graph::Graph& g) {
   }
   if (!state_->calibrate) precision_settled_ = true;
   built_f32_ = opts.force_f32;
+  opts.lease_arena = !state_->own_arenas;
   PlanBuilder builder(dev, lane.cudnn, graph_, opts);
   auto plan = builder.build();
   if (!device_lost()) dev.release_lane(std::move(lane));
   if (!plan.is_ok()) return plan.status();
   plan_ = std::move(plan).value();
+  // Runs lease their arena; a plan whose arena cannot fit the budget beside the weights is refused now, with the
+  // figures, rather than at its first run.
+  const size_t budget = dev.pool()->budget(), weights = dev.weight_bytes();
+  if (budget > 0 && plan_->arena_bytes + weights > budget) {
+    return Status(StatusCode::kResourceExhausted,
+                  fmt::format("GPU memory budget exceeded: {} at {} needs an activation arena of {:.1f} MiB beside "
+                              "{:.1f} MiB of weights, over the budget of {:.1f} MiB; raise --gpu-mem or lower the "
+                              "image size / batch",
+                              role_, graph_.inputs().empty() ? "?" : shape_str(graph_.inputs()[0]->shape),
+                              plan_->arena_bytes / 1048576.0, weights / 1048576.0, budget / 1048576.0));
+  }
   return Status::ok();
 }
 
@@ -104,12 +116,26 @@ CudaPreparedGraph::~CudaPreparedGraph() {
 }
 
 size_t CudaPreparedGraph::workspace_bytes() const {
-  return plan_ && plan_->arena ? plan_->arena->bytes : 0;
+  return plan_ ? plan_->arena_bytes : 0;  // what a run leases
 }
 
 void CudaPreparedGraph::drop_graph() {
   if (exec_) SO_GPU_TRY(cudaGraphExecDestroy(exec_));
   exec_ = nullptr;
+  exec_arena_ = 0;
+}
+
+Status CudaPreparedGraph::lease_arena() {
+  if (plan_->arena) return Status::ok();  // a plan with an arena of its own (BackendConfig::own_arenas)
+  // Room for the cuBLAS workspace a captured graph bakes in: it must be the arena's, not the lane's (which other
+  // plans use while the graph replays).
+  arena_ws_bytes_ = lane_->cublas_workspace ? lane_->cublas_workspace->bytes : 0;
+  const uint64_t prefer = exec_ ? exec_arena_ : plan_->bound_arena;
+  ASSIGN_OR_RETURN(arena_, state_->device->acquire_arena(arena_ws_bytes_ + plan_->arena_bytes, prefer));
+  if (plan_->bound_arena != arena_.id) {
+    RETURN_IF_ERROR(bind_arena(*plan_, static_cast<char*>(arena_.mem->ptr) + arena_ws_bytes_, arena_.id));
+  }
+  return Status::ok();
 }
 
 PlanOptions CudaPreparedGraph::plan_options() const {
@@ -125,8 +151,9 @@ ExecContext CudaPreparedGraph::context(const Plan& plan) const {
   ctx.stream = lane_->stream;
   ctx.cudnn = lane_->cudnn;
   ctx.cublas = lane_->cublas;
-  ctx.workspace = plan.bindings.ptr(plan.workspace);
-  ctx.workspace_bytes = plan.workspace_bytes;
+  const bool bound = plan.arena || plan.bound_arena != 0;
+  ctx.workspace = bound ? plan.bindings.ptr(plan.workspace) : nullptr;
+  ctx.workspace_bytes = bound ? plan.workspace_bytes : 0;
   return ctx;
 }
 
@@ -172,7 +199,8 @@ Status CudaPreparedGraph::rebuild(const std::set<std::string>& f32_nodes) {
   drop_graph();
   PlanOptions opts = plan_options();
   opts.force_f32 = f32_nodes;
-  plan_.reset();  // its arena goes back to the pool first
+  opts.lease_arena = !state_->own_arenas;
+  plan_.reset();
   PlanBuilder builder(*state_->device, lane_->cudnn, graph_, opts);
   ASSIGN_OR_RETURN(plan_, builder.build());
   built_f32_ = f32_nodes;
@@ -224,6 +252,12 @@ Status CudaPreparedGraph::run(const std::vector<Tensor>& inputs, std::vector<Ten
         SO_GPU_TRY(cudaStreamSynchronize(lane_->stream));  // leave nothing of the failed run in flight
         s = with_context_state(std::move(s));
       }
+      // Nothing of the run is in flight any more (synchronised above or in run_once), unless the context is lost.
+      if (device_lost()) {
+        arena_ = Arena();
+      } else {
+        state_->device->release_arena(std::move(arena_));
+      }
       lane_ = nullptr;
       // A lane of a lost context is dropped with the process; otherwise the next run takes it.
       if (lane_dirty_ && !device_lost()) {
@@ -268,6 +302,7 @@ Status CudaPreparedGraph::run_once(const std::vector<Tensor>& inputs, std::vecto
                       __FILE__, __LINE__);
   }
   RETURN_IF_ERROR(ensure_precision(inputs));
+  RETURN_IF_ERROR(lease_arena());
   const Plan& plan = *plan_;
   RETURN_IF_ERROR(stage_inputs(plan, inputs));
   if (fault == faults::Kind::kIllegalAddress) {
@@ -282,10 +317,14 @@ Status CudaPreparedGraph::run_once(const std::vector<Tensor>& inputs, std::vecto
   ExecContext ctx = context(plan);
   // A bucket seen a second time is captured into a CUDA graph and replayed from then on; a bucket seen once
   // never pays for the capture.
+  // The graph replays only on the arena it was captured on; a plan that keeps getting another arena (its graph's
+  // is in use by other runs, or was outgrown) is captured again there.
   const bool graphs = fault == faults::Kind::kNone && state_->use_graphs && !state_->debug_sync && !graph_disabled_;
+  if (graphs && exec_ && exec_arena_ != arena_.id && runs_off_graph_ >= 2) drop_graph();
   if (graphs && !exec_ && good_runs_ >= 1) RETURN_IF_ERROR(capture());
+  const bool replay = graphs && exec_ && exec_arena_ == arena_.id;
   SO_GPU_CHECK(cudaEventRecord(lane_->events[1], lane_->stream));
-  if (graphs && exec_) {
+  if (replay) {
     SO_GPU_CHECK(cudaGraphLaunch(exec_, lane_->stream));
   } else {
     RETURN_IF_ERROR(enqueue_plan(plan, ctx, state_->debug_sync, fault));
@@ -311,25 +350,38 @@ Status CudaPreparedGraph::run_once(const std::vector<Tensor>& inputs, std::vecto
     void* data = outs[i]->ptr;
     outputs->push_back(Tensor::wrap(t.dtype, t.shape, data, std::shared_ptr<void>(outs[i], data)));
   }
-  if (fault == faults::Kind::kNone) ++good_runs_;
+  if (fault == faults::Kind::kNone) {
+    ++good_runs_;
+    runs_off_graph_ = exec_ && !replay ? runs_off_graph_ + 1 : 0;
+  }
   return Status::ok();
 }
 
 Status CudaPreparedGraph::capture() {
-  // cuBLAS calls bake their workspace into the graph: it must be this plan's, not the lane's, which other plans use.
-  if (!graph_cublas_ws_) {
-    auto ws = state_->device->pool()->allocate(lane_->cublas_workspace->bytes, "cuBLAS workspace of a CUDA graph");
-    if (!ws.is_ok()) {
-      graph_disabled_ = true;
-      log::warn("cuda", "no memory for a CUDA graph of {} ({}); this bucket runs its kernels one by one", role_,
-                ws.status().to_string());
-      return Status::ok();
+  // cuBLAS calls bake their workspace into the graph: it must be the arena's (the head of it, which only the run
+  // holding the arena uses), not the lane's, which other plans use.
+  if (!lane_->cublas_workspace) return Status::ok();  // stays eager
+  void* ws = nullptr;
+  size_t ws_bytes = lane_->cublas_workspace->bytes;
+  if (plan_->arena) {  // an arena of its own (BackendConfig::own_arenas): a workspace of its own too
+    if (!graph_cublas_ws_) {
+      auto mem = state_->device->pool()->allocate(ws_bytes, "cuBLAS workspace of a CUDA graph");
+      if (!mem.is_ok()) {
+        graph_disabled_ = true;
+        log::warn("cuda", "no memory for a CUDA graph of {} ({}); this bucket runs its kernels one by one", role_,
+                  mem.status().to_string());
+        return Status::ok();
+      }
+      graph_cublas_ws_ = std::move(mem).value();
     }
-    graph_cublas_ws_ = std::move(ws).value();
+    ws = graph_cublas_ws_->ptr;
+  } else {
+    if (arena_ws_bytes_ < ws_bytes) return Status::ok();  // stays eager
+    ws = arena_.mem->ptr;
   }
   cudaGraph_t g = nullptr;
   Status s;
-  const bool ws_set = SO_GPU_TRY(cublasSetWorkspace(lane_->cublas, graph_cublas_ws_->ptr, graph_cublas_ws_->bytes));
+  const bool ws_set = SO_GPU_TRY(cublasSetWorkspace(lane_->cublas, ws, ws_bytes));
   cudaError_t e = ws_set ? cudaStreamBeginCapture(lane_->stream, cudaStreamCaptureModeThreadLocal) : cudaSuccess;
   if (ws_set && e == cudaSuccess) {
     s = enqueue_plan(*plan_, context(*plan_));
@@ -360,6 +412,8 @@ Status CudaPreparedGraph::capture() {
     log::warn("cuda", "CUDA graph capture failed for {} ({}); this bucket runs its kernels one by one", role_, why);
     return Status::ok();
   }
+  exec_arena_ = arena_.id;
+  runs_off_graph_ = 0;
   metrics::inc("steadyocr_cuda_graphs_captured_total", {{"model", role_}});
   return Status::ok();
 }

@@ -1,5 +1,6 @@
-// One planned shape bucket: its arena and plan; each run leases an execution lane (stream, cuDNN/cuBLAS handles,
-// events) from the device, so plans cost no lanes of their own. Replayed as a CUDA graph after the first good run.
+// One planned shape bucket: its plan; each run leases an execution lane (stream, cuDNN/cuBLAS handles, events) and
+// an activation arena from the device, so plans cost neither lanes nor memory of their own: device memory follows
+// the runs in flight, not the shapes cached. Replayed as a CUDA graph after the first good run on an arena.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -43,13 +44,20 @@ class CudaPreparedGraph final : public PreparedGraph {
   std::unique_ptr<Plan> plan_;
   std::set<std::string> built_f32_;  // f32 nodes the plan was built with
   bool precision_settled_ = false;
-  Lane* lane_ = nullptr;             // the lane leased for the run in progress
-  bool lane_dirty_ = false;          // that lane's state is no longer the pool's: discard it after the run
-  DeviceMemoryPtr graph_cublas_ws_;  // cuBLAS workspace baked into the captured graph (lanes' own are shared)
+  Lane* lane_ = nullptr;     // the lane leased for the run in progress
+  bool lane_dirty_ = false;  // that lane's state is no longer the pool's: discard it after the run
+  // The activation arena leased for the run in progress: [cuBLAS workspace of a captured graph | the plan's
+  // buffers]. The plan is bound to whichever arena its run gets (the one of its graph when free).
+  Arena arena_;
+  size_t arena_ws_bytes_ = 0;
+  DeviceMemoryPtr graph_cublas_ws_;  // the graph's cuBLAS workspace when the plan has an arena of its own
+  Status lease_arena();
   double host_copy_ms_ = 0;
   cudaGraphExec_t exec_ = nullptr;
+  uint64_t exec_arena_ = 0;  // the arena the graph was captured on (it replays only there)
   bool graph_disabled_ = false;
-  int good_runs_ = 0;
+  int good_runs_ = 0;       // good runs since the plan was built
+  int runs_off_graph_ = 0;  // consecutive good runs on an arena other than the graph's
   // Host staging of the run in flight, from the device's pinned pool (never held between runs: a plan of a shape
   // seen once would otherwise keep page-locked memory that only a cudaHostAlloc can replace).
   std::vector<PinnedPtr> staging_;
