@@ -412,16 +412,6 @@ void CudaDevice::release_arena(Arena arena) {
   arena_freed_.notify_one();
 }
 
-size_t CudaDevice::arenas() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return arenas_;
-}
-
-size_t CudaDevice::arena_bytes() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return arena_bytes_;
-}
-
 bool CudaDevice::find_algo(const ConvAlgoKey& key, ConvAlgoChoice* out) const {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = algos_.find(key);

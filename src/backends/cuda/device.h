@@ -143,9 +143,6 @@ class CudaDevice {
   // to give an arena back rather than failing at once.
   Result<Arena> acquire_arena(size_t bytes, uint64_t prefer, int wait_ms = 30000);
   void release_arena(Arena arena);
-  // Arenas held (free and leased), and their bytes.
-  size_t arenas() const;
-  size_t arena_bytes() const;
 
   // Exact problem first; else the choice made for the same layer at another spatial size (`family`), which the
   // caller verifies with a workspace query before use.
