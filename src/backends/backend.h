@@ -21,6 +21,18 @@ struct DeviceInfo {
   std::map<std::string, std::string> libraries;  // "cudnn" -> "9.14.0 (/usr/lib/.../libcudnn.so.9)"
 };
 
+// Where one run's time went inside the backend, as far as it can tell (milliseconds). Device backends fill it from
+// their own clocks and device events; host backends leave it empty (the caller's wall clock is all there is).
+struct RunProfile {
+  bool measured = false;   // the fields below were measured on this run
+  double acquire_ms = 0;   // host: waiting for a stream and an activation arena
+  double staging_ms = 0;   // host: inputs copied into page-locked staging and their copies enqueued
+  double upload_ms = 0;    // device: host-to-device copies
+  double compute_ms = 0;   // device: the graph's kernels
+  double download_ms = 0;  // device: device-to-host copies
+  double sync_ms = 0;      // host: blocked until the device had finished the run
+};
+
 // A graph planned for one set of static input shapes. One instance serves one caller at a time
 // (each worker owns its instance, with its own stream and buffers on a device).
 class PreparedGraph {
@@ -28,6 +40,8 @@ class PreparedGraph {
   virtual ~PreparedGraph() = default;
   // Runs the whole graph on host inputs (graph input order) and writes host outputs (graph output order).
   virtual Status run(const std::vector<Tensor>& inputs, std::vector<Tensor>* outputs) = 0;
+  // Where the last run's time went; read by the caller that ran it, before anyone else runs this instance.
+  virtual RunProfile last_profile() const { return {}; }
   // Bytes of device/arena memory held by this plan (0 when not tracked).
   virtual size_t workspace_bytes() const { return 0; }
 };

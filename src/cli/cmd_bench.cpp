@@ -36,11 +36,18 @@ constexpr const char* kJsonSchema = R"(--json prints one object:
   startup_ms        engine creation (model load and self-test), not part of any pass
   pass_ms           wall time of each timed pass; pass_ms_median, pass_ms_best
   images_per_s      images / median pass wall; images_per_s_best: images / best pass wall
-  stage_ms          {decode|det|post|cls|rec|total: {mean, median, p90}}: ms per image over every successful
-                    image of the timed passes (samples: how many); p90 interpolates linearly between ranks
+  stage_ms          {decode|det|post|cls|rec|total: {mean, median, p90, p99}}: ms per image over every
+                    successful image of the timed passes (samples: how many); percentiles interpolate linearly
+                    between ranks
   first_pass_ms     wall time of the process's first pass (the first warm-up pass, or the first timed one with
                     --warmup 0): every input shape is new to the engine then, unless an earlier image had it
   first_pass_stage_ms  as stage_ms, over that first pass only
+  time_table_ms     {det|cls|rec: {calls, prep, wait, plan, acquire, staging, upload, compute, download, sync,
+                    run, finish}}: mean ms per image inside each model stage over the timed passes (prep/finish:
+                    host work before and after the calls; wait: for stacking partners, a call slot, a plan instance;
+                    plan: plan lookup and planning; acquire: stream and arena; staging: host copy into page-locked
+                    memory; upload/compute/download: the device's own events; sync: host blocked on the device; run:
+                    the backend's run, wall). A call shared with other images counts whole for each
   new_shape_ms_per_image  (first_pass_ms - pass_ms_median) / images: what a new shape costs an image on top of
                     its steady cost (planning, algorithm choice, allocation), averaged over the set
   fell_back         true when the ladder stepped down (at startup or during the run): the figures are then
@@ -58,7 +65,7 @@ struct BenchArgs {
 };
 
 struct Spread {
-  double mean = 0, median = 0, p90 = 0;
+  double mean = 0, median = 0, p90 = 0, p99 = 0;
 };
 
 // Percentile by linear interpolation between the closest ranks (numpy's default), p in [0, 1].
@@ -84,6 +91,7 @@ Spread spread(std::vector<double> v) {
   s.mean = round_us(sum / static_cast<double>(v.size()));
   s.median = round_us(percentile(v, 0.5));
   s.p90 = round_us(percentile(v, 0.9));
+  s.p99 = round_us(percentile(v, 0.99));
   return s;
 }
 
@@ -109,6 +117,49 @@ std::string event_line(const LadderEvent& e) {
   return s;
 }
 
+constexpr const char* kModels[] = {"det", "cls", "rec"};
+constexpr const char* kTimeFields[] = {"prep",    "wait",     "plan", "acquire", "staging", "upload",
+                                       "compute", "download", "sync", "run",     "finish"};
+
+// Sums of the ModelTimes of every image, per model, for the time table.
+struct TimeTable {
+  std::map<std::string, json> sum;  // model -> {field: ms}
+  size_t images = 0;
+  void add(const TimeProfile& p) {
+    ++images;
+    const ModelTimes* of[] = {&p.det, &p.cls, &p.rec};
+    for (size_t m = 0; m < std::size(kModels); ++m) {
+      json one = *of[m];
+      json& total = sum[kModels[m]];
+      if (!total.is_object()) total = json::object();
+      for (auto& [field, v] : one.items()) total[field] = total.value(field, 0.0) + v.get<double>();
+    }
+  }
+  json means() const {
+    json out = json::object();
+    for (const auto& [model, fields] : sum) {
+      json& o = out[model];
+      for (auto& [field, v] : fields.items()) o[field] = round_us(v.get<double>() / static_cast<double>(images));
+    }
+    return out;
+  }
+};
+
+void print_time_table(const json& t) {
+  std::printf("\n%-8s %6s", "ms/image", "calls");
+  for (const char* f : kTimeFields) std::printf(" %8s", f);
+  std::printf("\n");
+  for (const char* m : kModels) {
+    if (!t.contains(m) || t[m].value("calls", 0.0) == 0) continue;
+    std::printf("%-8s %6.2f", m, t[m].value("calls", 0.0));
+    for (const char* f : kTimeFields) std::printf(" %8.2f", t[m].value(f, 0.0));
+    std::printf("\n");
+  }
+  std::printf(
+      "(inside run: acquire, staging, sync and the enqueueing; upload/compute/download are the device's\n"
+      " events and overlap other images' runs; a call shared with other images counts whole for each)\n");
+}
+
 void print_table(const json& r) {
   std::printf("steadyocr bench: %d images, %d warm-up + %d timed passes, backend %s, %d threads\n",
               r["images"].get<int>(), r["warmup"].get<int>(), r["passes"].get<int>(),
@@ -126,13 +177,16 @@ void print_table(const json& r) {
               r["images_per_s_best"].get<double>());
   std::printf("%-18s %10.1f ms   (+%.2f ms per image over a steady pass: input shapes new to the engine)\n",
               "first pass", r["first_pass_ms"].get<double>(), r["new_shape_ms_per_image"].get<double>());
-  std::printf("\n%-18s %10s %10s %10s   %s   (%d samples; first pass: %d)\n", "ms per image", "mean", "median", "p90",
-              "first-pass median", r["stage_ms"]["samples"].get<int>(), r["first_pass_stage_ms"]["samples"].get<int>());
+  std::printf("\n%-18s %10s %10s %10s %10s   %s   (%d samples; first pass: %d)\n", "ms per image", "mean", "median",
+              "p90", "p99", "first-pass median", r["stage_ms"]["samples"].get<int>(),
+              r["first_pass_stage_ms"]["samples"].get<int>());
   for (const char* stage : kStages) {
     const json& s = r["stage_ms"][stage];
-    std::printf("%-18s %10.2f %10.2f %10.2f   %10.2f\n", stage, s["mean"].get<double>(), s["median"].get<double>(),
-                s["p90"].get<double>(), r["first_pass_stage_ms"][stage]["median"].get<double>());
+    std::printf("%-18s %10.2f %10.2f %10.2f %10.2f   %10.2f\n", stage, s["mean"].get<double>(),
+                s["median"].get<double>(), s["p90"].get<double>(), s["p99"].get<double>(),
+                r["first_pass_stage_ms"][stage]["median"].get<double>());
   }
+  print_time_table(r["time_table_ms"]);
   std::string used;
   for (const auto& [rung, n] : r["backends_used"].items()) {
     used += (used.empty() ? "" : ", ") + rung + " " + std::to_string(n.get<int>());
@@ -229,6 +283,7 @@ int run_bench(const BenchArgs& a) {
   std::vector<std::vector<double>> first_stage_ms(std::size(kStages));  // the first pass: shapes new to the engine
   bool first = true;
   std::map<std::string, int> backends_used;
+  TimeTable time_table;
   // One pass: every chunk through ocr_batch; failures are kept (first error per image), timings when timed.
   auto run_pass = [&](bool timed) {
     Stopwatch wall;
@@ -247,6 +302,7 @@ int run_bench(const BenchArgs& a) {
         }
         if (!timed) continue;
         ++backends_used[o.rung];
+        time_table.add(o.result.profile);
         for (size_t s = 0; s < std::size(kStages); ++s) stage_ms[s].push_back(stage_of(o.result.timings, kStages[s]));
       }
     }
@@ -284,13 +340,14 @@ int run_bench(const BenchArgs& a) {
     j["samples"] = ms[0].size();
     for (size_t s = 0; s < std::size(kStages); ++s) {
       Spread sp = spread(ms[s]);
-      j[kStages[s]] = {{"mean", sp.mean}, {"median", sp.median}, {"p90", sp.p90}};
+      j[kStages[s]] = {{"mean", sp.mean}, {"median", sp.median}, {"p90", sp.p90}, {"p99", sp.p99}};
     }
     return j;
   };
   r["stage_ms"] = stages_json(stage_ms);
   r["first_pass_ms"] = first_pass_ms;
   r["first_pass_stage_ms"] = stages_json(first_stage_ms);
+  r["time_table_ms"] = time_table.means();
   r["new_shape_ms_per_image"] = round_us((first_pass_ms - pass.median) / images);
   const auto events = engine.events();
   r["fell_back"] = std::any_of(events.begin(), events.end(), [](const auto& e) { return !e.climb; });

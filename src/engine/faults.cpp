@@ -157,7 +157,7 @@ const FaultRule* FaultInjector::on_call(const std::string& stage, int64_t batch)
   return nullptr;
 }
 
-Result<Tensor> FaultInjectingRunner::run(const Tensor& input) {
+Result<Tensor> FaultInjectingRunner::run_call(const Tensor& input, runtime::CallInfo* info) {
   // After a simulated sticky fault every device call of this process fails, as on a dead context: calls that
   // start afterwards and calls that were in flight when it happened.
   auto collateral = [this] {
@@ -166,7 +166,7 @@ Result<Tensor> FaultInjectingRunner::run(const Tensor& input) {
   if (injector_->context_lost()) return collateral();
   const FaultRule* rule = injector_->on_call(stage_, input.rank() ? input.dim(0) : 1);
   if (!rule) {
-    auto r = inner_->run(input);
+    auto r = inner_->run_call(input, info);
     if (injector_->context_lost()) return collateral();
     return r;
   }
@@ -174,7 +174,7 @@ Result<Tensor> FaultInjectingRunner::run(const Tensor& input) {
   log::warn("fault", "injecting {} on {} call ({})", rule->kind, stage_, rule->describe());
   const std::string& k = rule->kind;
   // On a real device the fault is real: the hook arms it in the backend and the run hits it.
-  if (injector_->device_hook() && injector_->device_hook()(k)) return inner_->run(input);
+  if (injector_->device_hook() && injector_->device_hook()(k)) return inner_->run_call(input, info);
   if (k == "hang") {
     // Never returns: the supervisor's watchdog must kill this process.
     for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));

@@ -92,7 +92,8 @@ class FaultInjectingRunner : public runtime::Runner {
   FaultInjectingRunner(std::string stage, std::shared_ptr<runtime::Runner> inner,
                        std::shared_ptr<FaultInjector> injector)
       : stage_(std::move(stage)), inner_(std::move(inner)), injector_(std::move(injector)) {}
-  Result<Tensor> run(const Tensor& input) override;
+  Result<Tensor> run(const Tensor& input) override { return run_call(input, nullptr); }
+  Result<Tensor> run_call(const Tensor& input, runtime::CallInfo* info) override;
   std::string backend_name() const override { return inner_->backend_name(); }
 
  private:

@@ -56,24 +56,36 @@ Finding failure_finding(const Status& s, bool gpu) {
   }
 }
 
-Result<Tensor> OomResilientRunner::run(const Tensor& input) {
-  auto r = inner_->run(input);
+Result<Tensor> OomResilientRunner::attempt(const Tensor& input, runtime::CallInfo* info) {
+  runtime::CallInfo call;
+  auto r = inner_->run_call(input, &call);
+  if (info) {
+    const runtime::CallProfile before = info->profile;
+    *info = call;
+    info->profile += before;
+  }
+  return r;
+}
+
+Result<Tensor> OomResilientRunner::run_call(const Tensor& input, runtime::CallInfo* info) {
+  if (info) *info = {};
+  auto r = attempt(input, info);
   if (r.is_ok() || r.status().code() != StatusCode::kOutOfMemory) return r;
   metrics::inc("steadyocr_oom_total", {{"stage", stage_}});
   for (int retry = 0; retry < policy_.oom_retries; ++retry) {
     log::warn("runtime", "{}: out of memory on {} ({}); freeing caches and retrying", stage_, input.describe(),
               r.status().message());
     if (free_caches_) free_caches_();
-    r = inner_->run(input);
+    r = attempt(input, info);
     if (r.is_ok() || r.status().code() != StatusCode::kOutOfMemory) {
       if (r.is_ok()) metrics::inc("steadyocr_oom_recovered_total", {{"stage", stage_}, {"how", "retry"}});
       return r;
     }
   }
-  return run_split(input, 0);
+  return run_split(input, 0, info);
 }
 
-Result<Tensor> OomResilientRunner::run_split(const Tensor& input, int depth) {
+Result<Tensor> OomResilientRunner::run_split(const Tensor& input, int depth, runtime::CallInfo* info) {
   int64_t n = input.rank() ? input.dim(0) : 1;
   if (n <= 1) {
     return Status(StatusCode::kResourceExhausted,
@@ -85,8 +97,8 @@ Result<Tensor> OomResilientRunner::run_split(const Tensor& input, int depth) {
   std::vector<Tensor> outs;
   for (auto [b, e] : {std::pair<int64_t, int64_t>{0, n / 2}, {n / 2, n}}) {
     Tensor part = slice_batch(input, b, e);
-    auto r = inner_->run(part);
-    if (!r.is_ok() && r.status().code() == StatusCode::kOutOfMemory) r = run_split(part, depth + 1);
+    auto r = attempt(part, info);
+    if (!r.is_ok() && r.status().code() == StatusCode::kOutOfMemory) r = run_split(part, depth + 1, info);
     if (!r.is_ok()) return r.status();
     outs.push_back(std::move(*r));
   }

@@ -51,11 +51,14 @@ class OomResilientRunner : public runtime::Runner {
   OomResilientRunner(std::string stage, std::shared_ptr<runtime::Runner> inner, std::function<void()> free_caches,
                      RetryPolicy policy = {})
       : stage_(std::move(stage)), inner_(std::move(inner)), free_caches_(std::move(free_caches)), policy_(policy) {}
-  Result<Tensor> run(const Tensor& input) override;
+  Result<Tensor> run(const Tensor& input) override { return run_call(input, nullptr); }
+  // The call's profile sums every attempt and part.
+  Result<Tensor> run_call(const Tensor& input, runtime::CallInfo* info) override;
   std::string backend_name() const override { return inner_->backend_name(); }
 
  private:
-  Result<Tensor> run_split(const Tensor& input, int depth);
+  Result<Tensor> attempt(const Tensor& input, runtime::CallInfo* info);
+  Result<Tensor> run_split(const Tensor& input, int depth, runtime::CallInfo* info);
   std::string stage_;
   std::shared_ptr<runtime::Runner> inner_;
   std::function<void()> free_caches_;

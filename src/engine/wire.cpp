@@ -49,7 +49,8 @@ json ocr_result_to_json(const pipeline::OcrResult& r) {
       {"height", r.height},
       {"timings_ms",
        {{"decode", t.decode}, {"det", t.det}, {"post", t.post}, {"cls", t.cls}, {"rec", t.rec}, {"total", t.total}}},
-      {"calls", call_stats_to_json(r.calls)}};
+      {"calls", call_stats_to_json(r.calls)},
+      {"profile_ms", r.profile}};
 }
 
 Result<pipeline::OcrResult> ocr_result_from_json(const json& j) {
@@ -75,6 +76,7 @@ Result<pipeline::OcrResult> ocr_result_from_json(const json& j) {
       r.calls = {c.value("det_images", 0), c.value("rec_calls", 0), c.value("rec_rows", int64_t{0}),
                  c.value("rec_shared", 0)};
     }
+    if (j.contains("profile_ms")) r.profile = j.at("profile_ms").get<pipeline::TimeProfile>();
   } catch (const json::exception& e) {
     return data_loss(std::string("worker result is missing fields: ") + e.what());
   }

@@ -180,8 +180,10 @@ Status Pipeline::detect(Work& w) const {
   if (!det_) return internal_error("pipeline built without a detection model");
   Stopwatch sw;
   DetInput in = det_preprocess(*w.image, w.opts.det_limit_side, w.opts.det_bucket);
+  w.result.profile.det.prep = sw.elapsed_ms();
   runtime::CallInfo call;
   ASSIGN_OR_RETURN(w.prob, det_->run_call(in.tensor, &call));
+  w.result.profile.det.add_call(call.profile);
   w.result.calls.det_images = static_cast<int>(call.rows);
   w.map_h = in.resized_h;
   w.map_w = in.resized_w;
@@ -232,13 +234,14 @@ Status Pipeline::read_lines(Work& w) const {
   }
   if (w.opts.use_cls && cls_ && !w.crops.empty()) {
     Stopwatch sw;
-    ASSIGN_OR_RETURN(int turned, cls_->apply(w.crops));
+    ASSIGN_OR_RETURN(int turned, cls_->apply(w.crops, &w.result.profile.cls));
     if (turned > 0) log::debug("pipeline", "angle classifier turned {} of {} crops", turned, w.crops.size());
     w.result.timings.cls = sw.elapsed_ms();
   }
   Stopwatch sw;
   std::vector<runtime::CallInfo> calls;
-  ASSIGN_OR_RETURN(std::vector<RecText> texts, rec_->recognize(w.crops, &calls, w.opts.rec.interp));
+  ASSIGN_OR_RETURN(std::vector<RecText> texts,
+                   rec_->recognize(w.crops, &calls, w.opts.rec.interp, &w.result.profile.rec));
   for (const runtime::CallInfo& c : calls) {
     ++w.result.calls.rec_calls;
     w.result.calls.rec_rows += c.rows;

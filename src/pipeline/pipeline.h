@@ -15,6 +15,7 @@
 #include "pipeline/db_postprocess.h"
 #include "pipeline/dictionary.h"
 #include "pipeline/recognizer.h"
+#include "pipeline/time_profile.h"
 #include "runtime/model.h"
 
 namespace steadyocr::pipeline {
@@ -118,6 +119,7 @@ struct CallStats {
 struct OcrResult {
   std::vector<TextLine> lines;
   StageTimes timings;
+  TimeProfile profile;  // inside det, cls and rec: waits, planning, copies, device time
   CallStats calls;
   std::string backend;  // where the models ran
   int width = 0, height = 0;

@@ -7,6 +7,7 @@
 #include <numeric>
 
 #include "core/parallel.h"
+#include "core/timer.h"
 
 namespace steadyocr::pipeline {
 
@@ -44,7 +45,9 @@ int rec_batch_width(double max_ratio, const RecOptions& options) {
 
 Result<std::vector<RecText>> Recognizer::recognize(const std::vector<cv::Mat>& crops,
                                                    std::vector<runtime::CallInfo>* calls,
-                                                   std::optional<RecInterp> interp_override) const {
+                                                   std::optional<RecInterp> interp_override, ModelTimes* times) const {
+  ModelTimes local;
+  ModelTimes& t = times ? *times : local;
   const RecInterp interp = interp_override.value_or(options_.interp);
   std::vector<RecText> out(crops.size());
   if (crops.empty()) return out;
@@ -80,6 +83,7 @@ Result<std::vector<RecText>> Recognizer::recognize(const std::vector<cv::Mat>& c
   for (const Group& g : groups) {
     const size_t start = g.start, n = g.n;
     const int w = g.width;
+    Stopwatch prep;
     const size_t rows = options_.pad_batch ? (n + batch - 1) / batch * batch : n;
     Tensor input = Tensor::empty(DType::kF32, {static_cast<int64_t>(rows), 3, h, w});
     float* base = input.data<float>();
@@ -87,9 +91,12 @@ Result<std::vector<RecText>> Recognizer::recognize(const std::vector<cv::Mat>& c
     parallel_for(static_cast<int64_t>(n), [&](int64_t b, int64_t e) {
       for (int64_t k = b; k < e; ++k) rec_normalize(crops[order[start + k]], h, w, base + k * 3 * h * w, interp);
     });
+    t.prep += prep.elapsed_ms();
     runtime::CallInfo call;
     ASSIGN_OR_RETURN(Tensor probs, model_->run_call(input, &call));
     if (calls) calls->push_back(call);
+    t.add_call(call.profile);
+    Stopwatch finish;
     if (probs.dtype() != DType::kF32 || probs.rank() != 3 || probs.dim(0) != static_cast<int64_t>(rows)) {
       return internal_error("recognition model returned " + probs.describe() + " for input " + input.describe() +
                             "; expected f32[batch, steps, classes]");
@@ -105,20 +112,28 @@ Result<std::vector<RecText>> Recognizer::recognize(const std::vector<cv::Mat>& c
     for (size_t k = 0; k < n; ++k) {
       out[order[start + k]] = ctc_greedy_decode(p + k * static_cast<size_t>(steps) * classes, steps, classes, dict_);
     }
+    t.finish += finish.elapsed_ms();
   }
   return out;
 }
 
-Result<int> AngleClassifier::apply(std::vector<cv::Mat>& crops) const {
+Result<int> AngleClassifier::apply(std::vector<cv::Mat>& crops, ModelTimes* times) const {
+  ModelTimes local;
+  ModelTimes& t = times ? *times : local;
   int turned = 0;
   const int h = options_.height, w = options_.width;
   const size_t batch = static_cast<size_t>(std::max(options_.batch, 1));
   for (size_t start = 0; start < crops.size(); start += batch) {
+    Stopwatch prep;
     const size_t n = std::min(batch, crops.size() - start);
     Tensor input = Tensor::empty(DType::kF32, {static_cast<int64_t>(n), 3, h, w});
     float* base = input.data<float>();
     for (size_t k = 0; k < n; ++k) rec_normalize(crops[start + k], h, w, base + k * 3 * h * w);
-    ASSIGN_OR_RETURN(Tensor probs, model_->run(input));
+    t.prep += prep.elapsed_ms();
+    runtime::CallInfo call;
+    ASSIGN_OR_RETURN(Tensor probs, model_->run_call(input, &call));
+    t.add_call(call.profile);
+    Stopwatch finish;
     if (probs.dtype() != DType::kF32 || probs.rank() != 2 || probs.dim(0) != static_cast<int64_t>(n) ||
         probs.dim(1) < 2) {
       return internal_error("angle classifier returned " + probs.describe() + " for input " + input.describe() +
@@ -134,6 +149,7 @@ Result<int> AngleClassifier::apply(std::vector<cv::Mat>& crops) const {
         ++turned;
       }
     }
+    t.finish += finish.elapsed_ms();
   }
   return turned;
 }

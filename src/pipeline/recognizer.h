@@ -11,6 +11,7 @@
 #include "core/status.h"
 #include "pipeline/ctc_decode.h"
 #include "pipeline/dictionary.h"
+#include "pipeline/time_profile.h"
 #include "runtime/model.h"
 
 namespace steadyocr::pipeline {
@@ -56,10 +57,12 @@ class Recognizer {
 
   // Reads each crop (8-bit BGR); the results follow the crops' order. Fails when the model fails or its
   // output does not match the dictionary. `calls`, when given, gets one entry per model call made. `interp`
-  // overrides the options' resize for this call (a request's own rec_interp).
+  // overrides the options' resize for this call (a request's own rec_interp). `times`, when given, gets the host
+  // work around the calls (prep, finish) and each call's profile.
   Result<std::vector<RecText>> recognize(const std::vector<cv::Mat>& crops,
                                          std::vector<runtime::CallInfo>* calls = nullptr,
-                                         std::optional<RecInterp> interp = std::nullopt) const;
+                                         std::optional<RecInterp> interp = std::nullopt,
+                                         ModelTimes* times = nullptr) const;
 
   const Dictionary& dictionary() const { return dict_; }
   const RecOptions& options() const { return options_; }
@@ -84,8 +87,8 @@ class AngleClassifier {
   AngleClassifier(std::shared_ptr<runtime::Runner> model, ClsOptions options)
       : model_(std::move(model)), options_(options) {}
 
-  // Rotates in place the crops classified as upside down; returns how many were turned.
-  Result<int> apply(std::vector<cv::Mat>& crops) const;
+  // Rotates in place the crops classified as upside down; returns how many were turned. `times` as for recognize.
+  Result<int> apply(std::vector<cv::Mat>& crops, ModelTimes* times = nullptr) const;
 
  private:
   std::shared_ptr<runtime::Runner> model_;

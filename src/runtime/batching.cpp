@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "core/metrics.h"
+#include "core/timer.h"
 
 namespace steadyocr::runtime {
 
@@ -23,6 +24,8 @@ struct BatchingRunner::Pending {
   bool done = false;
   Result<Tensor> out = Status(StatusCode::kInternal, "not run");
   CallInfo info;
+  Stopwatch queued;      // since the caller arrived
+  double waited_ms = 0;  // until its call started
 };
 
 BatchingRunner::BatchingRunner(std::shared_ptr<Runner> inner, BatchingOptions options)
@@ -40,8 +43,10 @@ size_t BatchingRunner::waiting() const {
 
 Result<Tensor> BatchingRunner::run_call(const Tensor& input, CallInfo* info) {
   if (input.rank() == 0 || input.dim(0) <= 0) return inner_->run_call(input, info);
+  Stopwatch queued;
   Pending me;
   me.input = &input;
+  me.queued = queued;
   me.rows = input.dim(0);
   me.key.reserve(input.rank());
   me.key.push_back(static_cast<int64_t>(input.dtype()));
@@ -74,13 +79,17 @@ Result<Tensor> BatchingRunner::run_call(const Tensor& input, CallInfo* info) {
     }
     ++active_[key];
     lock.unlock();
+    for (Pending* p : group) p->waited_ms = p->queued.elapsed_ms();
     execute(group, rows);
     lock.lock();
     if (--active_[key] == 0) active_.erase(key);
     for (Pending* p : group) p->done = true;
     done_.notify_all();
   }
-  if (info) *info = me.info;
+  if (info) {
+    *info = me.info;
+    info->profile.wait_ms += me.waited_ms;
+  }
   return std::move(me.out);
 }
 
@@ -88,12 +97,13 @@ void BatchingRunner::execute(std::vector<Pending*>& group, int64_t rows) {
   const metrics::Labels labels = {{"stage", options_.stage}};
   metrics::observe("steadyocr_batch_rows", labels, static_cast<double>(rows), row_buckets());
   metrics::observe("steadyocr_batch_callers", labels, static_cast<double>(group.size()), row_buckets());
-  const CallInfo call{rows, static_cast<int>(group.size())};
+  CallInfo call{rows, static_cast<int>(group.size()), {}};
   if (group.size() == 1) {
-    group[0]->out = inner_->run(*group[0]->input);
-    group[0]->info = call;
+    group[0]->out = inner_->run_call(*group[0]->input, &call);
+    group[0]->info = {rows, 1, call.profile};
     return;
   }
+  Stopwatch stacking;
   const Tensor& first = *group[0]->input;
   Shape shape = first.shape();
   shape[0] = rows;
@@ -103,15 +113,21 @@ void BatchingRunner::execute(std::vector<Pending*>& group, int64_t rows) {
     std::memcpy(dst, p->input->raw(), p->input->nbytes());
     dst += p->input->nbytes();
   }
-  Result<Tensor> out = inner_->run(stacked);
+  const double stack_ms = stacking.elapsed_ms();
+  CallInfo inner;
+  Result<Tensor> out = inner_->run_call(stacked, &inner);
+  call.profile = inner.profile;
+  call.profile.wait_ms += stack_ms;
   if (!out.is_ok() &&
       (out.status().code() == StatusCode::kOutOfMemory || out.status().code() == StatusCode::kResourceExhausted)) {
     // The stacked call did not fit where each caller's own might: each runs alone (the out-of-memory handling
     // below this runner sees them one by one).
     metrics::inc("steadyocr_batch_unstacked_total", labels);
     for (Pending* p : group) {
-      p->out = inner_->run(*p->input);
-      p->info = {p->rows, 1};
+      CallInfo alone;
+      p->out = inner_->run_call(*p->input, &alone);
+      p->info = {p->rows, 1, call.profile};
+      p->info.profile += alone.profile;
     }
     return;
   }

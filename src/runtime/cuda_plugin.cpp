@@ -228,7 +228,7 @@ Status check_plugin_api(const SteadyocrPluginApi* api, const std::string& path) 
   }
   if (!api->get_build_info || !api->query_runtime || !api->query_device || !api->create_backend ||
       !api->destroy_backend || !api->supports || !api->prepare || !api->run || !api->workspace_bytes ||
-      !api->destroy_prepared || !api->run_check || !api->set_fault) {
+      !api->destroy_prepared || !api->run_check || !api->set_fault || !api->last_profile) {
     return unavailable(fmt::format("{}: its function table is incomplete", path));
   }
   return Status::ok();
@@ -273,6 +273,7 @@ cuda::BackendConfig cuda_backend_config(const std::string& precision, size_t mem
     c.cuda_graphs = !is("STEADYOCR_CUDA_GRAPHS", {"0", "off", "false"});
     c.calibrate = !is("STEADYOCR_CUDA_CALIBRATE", {"0", "off", "false"});
     c.own_arenas = is("STEADYOCR_CUDA_ARENAS", {"per-plan"});
+    if (const char* n = std::getenv("STEADYOCR_CUDA_PROFILE_OPS")) c.profile_ops = std::max(0, std::atoi(n));
     if (const char* f = std::getenv("STEADYOCR_CUDA_FAULT")) c.fault_spec = f;
     return c;
   }();

@@ -230,15 +230,38 @@ Result<std::pair<size_t, PreparedGraph*>> Model::acquire(Plan& plan) {
   }
 }
 
-Result<Tensor> Model::run(const Tensor& input) {
+CallProfile& CallProfile::operator+=(const CallProfile& o) {
+  wait_ms += o.wait_ms;
+  plan_ms += o.plan_ms;
+  run_ms += o.run_ms;
+  backend.measured = backend.measured || o.backend.measured;
+  backend.acquire_ms += o.backend.acquire_ms;
+  backend.staging_ms += o.backend.staging_ms;
+  backend.upload_ms += o.backend.upload_ms;
+  backend.compute_ms += o.backend.compute_ms;
+  backend.download_ms += o.backend.download_ms;
+  backend.sync_ms += o.backend.sync_ms;
+  return *this;
+}
+
+Result<Tensor> Model::run_call(const Tensor& input, CallInfo* info) {
   if (input.dtype() != DType::kF32) {
     return invalid_argument(std::string("model input must be f32, got ") + dtype_name(input.dtype()));
   }
+  CallProfile profile;
+  Stopwatch sw;
   ASSIGN_OR_RETURN(std::shared_ptr<Plan> plan, plan_for(input.shape()));
+  profile.plan_ms = sw.elapsed_ms();
+  sw.reset();
   ASSIGN_OR_RETURN(auto taken, acquire(*plan));
   const auto [slot, prepared] = taken;
+  profile.wait_ms = sw.elapsed_ms();
+  sw.reset();
   std::vector<Tensor> outs;
   Status s = prepared->run({input}, &outs);
+  profile.run_ms = sw.elapsed_ms();
+  profile.backend = prepared->last_profile();
+  if (info) *info = {input.rank() > 0 ? input.dim(0) : 1, 1, profile};
   {
     std::lock_guard<std::mutex> lock(mu_);
     plan->busy[slot] = false;

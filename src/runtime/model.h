@@ -61,9 +61,19 @@ struct ModelStats {
 
 // The model call that served one run: its rows (the caller's and any merged in from other callers) and how many
 // callers' inputs it carried (runtime/batching.h). A plain runner's call is the caller's alone.
+// Where a model call's time went (milliseconds), as the caller lived it: waits included.
+struct CallProfile {
+  double wait_ms = 0;  // waiting for other callers' rows to stack with, for a call slot, for a free plan instance
+  double plan_ms = 0;  // finding this input shape's plan, and planning it when it was new
+  double run_ms = 0;   // the backend's run, wall clock
+  RunProfile backend;  // inside run_ms, where the backend can tell
+  CallProfile& operator+=(const CallProfile& o);
+};
+
 struct CallInfo {
   int64_t rows = 0;
   int callers = 1;
+  CallProfile profile;
 };
 
 // What the pipeline runs a model through: a plain Model, or the engine's ladder-aware runner.
@@ -74,7 +84,7 @@ class Runner {
   virtual Result<Tensor> run(const Tensor& input) = 0;
   // run(), also saying which call served it (`info` may be null).
   virtual Result<Tensor> run_call(const Tensor& input, CallInfo* info) {
-    if (info) *info = {input.rank() > 0 ? input.dim(0) : 1, 1};
+    if (info) *info = {input.rank() > 0 ? input.dim(0) : 1, 1, {}};
     return run(input);
   }
   // The backend that ran (or will run) the last call, for results and logs.
@@ -89,7 +99,8 @@ class Model : public Runner {
 
   // Runs one input (f32, NCHW) and returns the single output. Thread-safe; calls on the same input
   // shape share that shape's prepared instances (max_replicas), each serving one call at a time.
-  Result<Tensor> run(const Tensor& input) override;
+  Result<Tensor> run(const Tensor& input) override { return run_call(input, nullptr); }
+  Result<Tensor> run_call(const Tensor& input, CallInfo* info) override;
   std::string backend_name() const override { return backend_->name(); }
 
   const graph::Graph& graph() const { return graph_; }

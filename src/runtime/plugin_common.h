@@ -36,6 +36,15 @@ class TablePreparedGraph final : public PreparedGraph {
     return status_from_plugin(st);
   }
   size_t workspace_bytes() const override { return api_->workspace_bytes(handle_); }
+  RunProfile last_profile() const override {
+    if constexpr (requires { api_->last_profile; }) {  // tables that report profiles (the CUDA plugin's)
+      SoRunProfile p{};
+      api_->last_profile(handle_, &p);
+      return {p.measured != 0, p.acquire_ms, p.staging_ms, p.upload_ms, p.compute_ms, p.download_ms, p.sync_ms};
+    } else {
+      return {};
+    }
+  }
 
  private:
   const Api* api_;

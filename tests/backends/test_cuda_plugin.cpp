@@ -67,6 +67,7 @@ SteadyocrPluginApi complete_table(const std::string& abi) {
   api.destroy_prepared = dummy_destroy;
   api.run_check = dummy_check;
   api.set_fault = dummy_fault;
+  api.last_profile = [](void*, SoRunProfile* out) { *out = SoRunProfile{}; };
   return api;
 }
 

@@ -118,6 +118,30 @@ TEST_F(CliBench, JsonReportOnTheEngineImages) {
   EXPECT_NEAR(j["new_shape_ms_per_image"].get<double>(), 0.0, 1e-3);
   EXPECT_EQ(j["first_pass_stage_ms"]["samples"], n);
   EXPECT_DOUBLE_EQ(j["first_pass_stage_ms"]["total"]["mean"].get<double>(), total);
+  for (const char* k : {"decode", "det", "post", "cls", "rec", "total"}) {
+    EXPECT_GE(st[k]["p99"].get<double>(), st[k]["p90"].get<double>()) << k;
+  }
+
+  // The time table: inside det and rec, per image. The parts measured on the host fit inside the stage.
+  const auto& t = j["time_table_ms"];
+  ASSERT_TRUE(t.contains("det") && t.contains("rec")) << t.dump();
+  EXPECT_DOUBLE_EQ(t["det"]["calls"].get<double>(), 1.0);  // one detector call per image
+  EXPECT_GE(t["rec"]["calls"].get<double>(), 1.0);
+  EXPECT_DOUBLE_EQ(t["cls"]["calls"].get<double>(), 0.0);  // no --cls
+  for (const char* m : {"det", "rec"}) {
+    const auto& x = t[m];
+    EXPECT_GT(x["run"].get<double>(), 0) << m;
+    EXPECT_GT(x["prep"].get<double>(), 0) << m;
+    const double inside = x["prep"].get<double>() + x["wait"].get<double>() + x["plan"].get<double>() +
+                          x["run"].get<double>() + x["finish"].get<double>();
+    EXPECT_LE(inside, st[m]["mean"].get<double>() * 1.001 + 0.01) << m << ": " << x.dump();
+    // The cpu backend measures no device events.
+    EXPECT_DOUBLE_EQ(x["compute"].get<double>(), 0.0) << m;
+    EXPECT_DOUBLE_EQ(x["upload"].get<double>(), 0.0) << m;
+  }
+  EXPECT_GT(t["rec"]["finish"].get<double>(), 0);  // CTC decoding
+  // The first pass plans every shape: its plan time is in the first pass only, but a timed pass still looks up.
+  EXPECT_GE(t["det"]["plan"].get<double>(), 0);
 }
 
 // With a warm-up pass the first pass is that one: new shapes there, none in the timed one.

@@ -126,6 +126,32 @@ TEST(Batching, CallersThatArriveWhileTheSlotIsBusyGoOutAsOneCall) {
   EXPECT_EQ(calls[3].info.rows, 6);
 }
 
+// The callers that queued behind the busy slot say how long they waited for it (the time table's `wait`).
+TEST(Batching, QueuedCallersReportTheirWait) {
+  auto fake = std::make_shared<GatedDoubler>();
+  BatchingRunner runner(fake, {"test", 8, 1});
+  std::vector<Call> calls = {{0, 2, 5}, {1, 1, 5}, {2, 3, 5}};
+  std::thread opener([&] {
+    fake->wait_entered();
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (runner.waiting() < 2 && std::chrono::steady_clock::now() < until)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));  // the queued callers wait at least this long
+  });
+  std::vector<std::thread> threads;
+  threads.emplace_back([&] { calls[0].out = runner.run_call(rows_of(0, 2, 5), &calls[0].info); });
+  fake->wait_entered();
+  threads.emplace_back([&] { calls[1].out = runner.run_call(rows_of(1, 1, 5), &calls[1].info); });
+  threads.emplace_back([&] { calls[2].out = runner.run_call(rows_of(2, 3, 5), &calls[2].info); });
+  opener.join();
+  fake->open();
+  for (auto& t : threads) t.join();
+  for (const Call& c : calls) expect_own_rows(c);
+  EXPECT_LT(calls[0].info.profile.wait_ms, 40.0);  // it found the slot free
+  EXPECT_GE(calls[1].info.profile.wait_ms, 50.0);
+  EXPECT_GE(calls[2].info.profile.wait_ms, 50.0);
+}
+
 TEST(Batching, AnotherShapeDoesNotWaitBehindABusyOne) {
   auto fake = std::make_shared<GatedDoubler>();
   BatchingRunner runner(fake, {"test", 8, 1});

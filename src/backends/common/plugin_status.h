@@ -13,6 +13,12 @@ typedef struct SoPluginStatus {
   char message[2048]; /* what failed and what to do */
 } SoPluginStatus;
 
+/* Where a prepared graph's last run spent its time, in milliseconds (steadyocr::RunProfile in backends/backend.h). */
+typedef struct SoRunProfile {
+  int measured; /* 1: the fields below were measured on that run */
+  double acquire_ms, staging_ms, upload_ms, compute_ms, download_ms, sync_ms;
+} SoRunProfile;
+
 #ifdef __cplusplus
 }
 

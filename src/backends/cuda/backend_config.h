@@ -29,6 +29,10 @@ struct BackendConfig {
   // true: each plan keeps an activation arena of its own, held while the plan is cached (the layout before
   // 2026-12-02, STEADYOCR_CUDA_ARENAS=per-plan, for comparison); false: runs lease arenas from the device.
   bool own_arenas = false;
+  // > 0: every run is enqueued step by step (no CUDA graph) with a device event after each step, and each plan logs
+  // where its device time goes, per op kind and slowest steps, every that many runs (STEADYOCR_CUDA_PROFILE_OPS=N).
+  // For finding the next lever; it costs the graph replay and an event per step.
+  int profile_ops = 0;
 };
 
 // The C form of `c`; its strings point into `c`, which must outlive the result.
@@ -46,6 +50,7 @@ inline SoBackendConfig to_abi(const BackendConfig& c) {
   a.fault_spec = c.fault_spec.c_str();
   a.cudnn = c.cudnn ? 1 : 0;
   a.own_arenas = c.own_arenas ? 1 : 0;
+  a.profile_ops = c.profile_ops;
   return a;
 }
 
@@ -62,6 +67,7 @@ inline BackendConfig from_abi(const SoBackendConfig& a) {
   c.fault_spec = a.fault_spec ? a.fault_spec : "";
   c.cudnn = a.cudnn != 0;
   c.own_arenas = a.own_arenas != 0;
+  c.profile_ops = a.profile_ops;
   return c;
 }
 

@@ -59,6 +59,7 @@ Result<std::unique_ptr<CudaBackend>> CudaBackend::create(const BackendConfig& co
   st->debug_sync = config.debug_sync;
   st->own_conv = config.own_conv;
   st->own_arenas = config.own_arenas;
+  st->profile_ops = std::max(0, config.profile_ops);
   st->cudnn = config.cudnn;
   if (st->cudnn && !cudnn_load().usable) {
     // Never a silent switch to the slower path: the host's ladder steps to a -nocudnn rung, visibly.

@@ -25,6 +25,7 @@ struct BackendState {
   bool debug_sync = false;  // synchronise and check after every step (BackendConfig::debug_sync)
   bool own_conv = true;     // depthwise/pointwise convolutions without cuDNN (BackendConfig::own_conv)
   bool own_arenas = false;  // BackendConfig::own_arenas
+  int profile_ops = 0;      // BackendConfig::profile_ops
   bool cudnn = true;        // false: no convolution through cuDNN (BackendConfig::cudnn)
   std::mutex mu;
   std::map<std::string, std::set<std::string>> f32_nodes;  // model signature -> nodes kept in fp32

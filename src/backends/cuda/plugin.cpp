@@ -265,6 +265,18 @@ int run(void* prepared, const void* inputs, void* outputs, SoPluginStatus* statu
   });
 }
 
+void last_profile(void* prepared, SoRunProfile* out) {
+  if (!out) return;
+  *out = SoRunProfile{};
+  try {
+    if (!prepared) return;
+    const steadyocr::RunProfile p = static_cast<steadyocr::PreparedGraph*>(prepared)->last_profile();
+    *out = {p.measured ? 1 : 0, p.acquire_ms, p.staging_ms, p.upload_ms, p.compute_ms, p.download_ms, p.sync_ms};
+  } catch (...) {
+    *out = SoRunProfile{};
+  }
+}
+
 size_t workspace_bytes(void* prepared) {
   try {
     return prepared ? static_cast<steadyocr::PreparedGraph*>(prepared)->workspace_bytes() : 0;
@@ -333,6 +345,7 @@ extern "C" __attribute__((visibility("default"))) const SteadyocrPluginApi* stea
     api.destroy_prepared = destroy_prepared;
     api.run_check = run_check_entry;
     api.set_fault = set_fault;
+    api.last_profile = last_profile;
     return true;
   }();
   (void)host_api_version;  // the host compares api_version; the table itself never changes shape by request

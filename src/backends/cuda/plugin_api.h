@@ -6,7 +6,8 @@
  * No function in the table throws; each catches everything and reports the outcome as an SoPluginStatus.
  * Everything the plugin is configured with arrives as arguments (SoBackendConfig): it reads no environment.
  *
- * Version 2: SoPluginStatus outcomes with finding codes, SoBackendConfig, backend/prepare/run through the table. */
+ * Version 2: SoPluginStatus outcomes with finding codes, SoBackendConfig, backend/prepare/run through the table.
+ * Version 3: last_profile (where a prepared graph's last run spent its time). */
 #ifndef STEADYOCR_BACKENDS_CUDA_PLUGIN_API_H_
 #define STEADYOCR_BACKENDS_CUDA_PLUGIN_API_H_
 
@@ -19,7 +20,7 @@
 extern "C" {
 #endif
 
-#define STEADYOCR_PLUGIN_API_VERSION 2u
+#define STEADYOCR_PLUGIN_API_VERSION 3u
 #define STEADYOCR_PLUGIN_INIT_SYMBOL "steadyocr_backend_init"
 
 /* What the plugin was compiled against. */
@@ -73,6 +74,7 @@ typedef struct SoBackendConfig {
   const char* fault_spec;     /* faults armed at creation (docs/FAULTS.md); "" = none */
   int cudnn;                  /* 0: no convolution through cuDNN (every one on own kernels + cuBLAS) */
   int own_arenas;             /* 1: each plan keeps an activation arena of its own (not leased per run) */
+  int profile_ops;            /* runs > 0: time every step on the device, log per op kind every that many runs */
 } SoBackendConfig;
 
 typedef struct SteadyocrPluginApi {
@@ -108,6 +110,9 @@ typedef struct SteadyocrPluginApi {
 
   /* Fault injection for tests (syntax in docs/FAULTS.md, e.g. "illegal_address@det:3"); "" clears. */
   int (*set_fault)(const char* spec, SoPluginStatus* status);
+
+  /* Fills *out with the profile of the prepared graph's last run (read by the caller that ran it). */
+  void (*last_profile)(void* prepared, SoRunProfile* out);
 } SteadyocrPluginApi;
 
 typedef const SteadyocrPluginApi* (*steadyocr_backend_init_fn)(uint32_t host_api_version);

@@ -2,7 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstring>
+#include <map>
+#include <numeric>
 
 #include "backends/cuda/check.h"
 #include "backends/cuda/kernels/kernels.h"
@@ -112,6 +115,7 @@ CudaPreparedGraph::~CudaPreparedGraph() {
   // Runs are synchronous: nothing of this plan is in flight once no run holds it.
   if (state_ && state_->device) SO_GPU_TRY(cudaSetDevice(state_->device->index()));
   drop_graph();
+  for (cudaEvent_t e : step_events_) SO_GPU_TRY(cudaEventDestroy(e));
   plan_.reset();
 }
 
@@ -160,23 +164,83 @@ ExecContext CudaPreparedGraph::context(const Plan& plan) const {
 Status CudaPreparedGraph::stage_inputs(const Plan& plan, const std::vector<Tensor>& inputs) {
   Stopwatch sw;
   staging_.clear();
-  SO_GPU_CHECK(cudaEventRecord(lane_->events[0], lane_->stream));
+  std::vector<const void*> src(inputs.size());
   for (size_t i = 0; i < inputs.size(); ++i) {
     const DevTensor& t = plan.inputs[i];
     // Page-locked inputs go straight to the device; others through a pinned staging buffer (one host copy).
-    const void* src = inputs[i].raw();
+    src[i] = inputs[i].raw();
     cudaPointerAttributes attr{};
-    if (cudaPointerGetAttributes(&attr, src) != cudaSuccess || attr.type != cudaMemoryTypeHost) {
+    if (cudaPointerGetAttributes(&attr, src[i]) != cudaSuccess || attr.type != cudaMemoryTypeHost) {
       (void)cudaGetLastError();
       ASSIGN_OR_RETURN(PinnedPtr buf, state_->device->pinned()->get(t.nbytes()));
-      std::memcpy(buf->ptr, src, t.nbytes());
-      src = buf->ptr;
+      std::memcpy(buf->ptr, src[i], t.nbytes());
+      src[i] = buf->ptr;
       staging_.push_back(std::move(buf));
     }
-    SO_GPU_CHECK(cudaMemcpyAsync(plan.bindings.ptr(t.ref), src, t.nbytes(), cudaMemcpyHostToDevice, lane_->stream));
+  }
+  // The upload's events bracket the copies alone (the host copies above are staging_ms).
+  SO_GPU_CHECK(cudaEventRecord(lane_->events[0], lane_->stream));
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const DevTensor& t = plan.inputs[i];
+    SO_GPU_CHECK(cudaMemcpyAsync(plan.bindings.ptr(t.ref), src[i], t.nbytes(), cudaMemcpyHostToDevice, lane_->stream));
   }
   host_copy_ms_ = sw.elapsed_ms();
   return Status::ok();
+}
+
+Status CudaPreparedGraph::enqueue_profiled(const Plan& plan, const ExecContext& ctx) {
+  if (step_events_.size() != plan.steps.size()) {
+    for (cudaEvent_t e : step_events_) SO_GPU_TRY(cudaEventDestroy(e));
+    step_events_.assign(plan.steps.size(), nullptr);
+    for (auto& e : step_events_) SO_GPU_CHECK(cudaEventCreate(&e));
+    step_ms_.assign(plan.steps.size(), 0.0);
+    profiled_runs_ = 0;
+  }
+  for (size_t i = 0; i < plan.steps.size(); ++i) {
+    const Status st = plan.steps[i]->enqueue(ctx);
+    if (!st.is_ok()) return st.with_context(plan.steps[i]->label);
+    SO_GPU_CHECK(cudaEventRecord(step_events_[i], ctx.stream));
+  }
+  return Status::ok();
+}
+
+void CudaPreparedGraph::record_step_times(const Plan& plan) {
+  if (step_events_.size() != plan.steps.size()) return;
+  cudaEvent_t prev = lane_->events[1];
+  for (size_t i = 0; i < step_events_.size(); ++i) {
+    float ms = 0;
+    if (!SO_GPU_TRY(cudaEventElapsedTime(&ms, prev, step_events_[i]))) return;
+    step_ms_[i] += ms;
+    prev = step_events_[i];
+  }
+  if (++profiled_runs_ % state_->profile_ops != 0) return;
+  // Per op kind (the label's first word: "Conv", "MatMul", ...) and the slowest steps, averaged per run.
+  std::map<std::string, std::pair<double, int>> kinds;
+  double total = 0;
+  for (size_t i = 0; i < step_ms_.size(); ++i) {
+    const std::string& l = plan.steps[i]->label;
+    auto& k = kinds[l.substr(0, l.find(' '))];
+    k.first += step_ms_[i];
+    ++k.second;
+    total += step_ms_[i];
+  }
+  std::vector<std::pair<double, std::string>> by_kind;
+  for (const auto& [name, v] : kinds) {
+    by_kind.push_back({v.first, fmt::format("{} x{} {:.3f}", name, v.second, v.first / profiled_runs_)});
+  }
+  std::sort(by_kind.rbegin(), by_kind.rend());
+  std::vector<size_t> order(step_ms_.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return step_ms_[a] > step_ms_[b]; });
+  std::string kinds_text, steps_text;
+  for (const auto& [ms, text] : by_kind) kinds_text += (kinds_text.empty() ? "" : ", ") + text;
+  for (size_t i = 0; i < order.size() && i < 8; ++i) {
+    steps_text +=
+        fmt::format("{}{} {:.3f}", i ? ", " : "", plan.steps[order[i]]->label, step_ms_[order[i]] / profiled_runs_);
+  }
+  log::info("cuda",
+            "op profile {} {} ({} steps, {} runs): {:.3f} ms per run on the device; by op kind: {}; slowest: {}", role_,
+            signature_, step_ms_.size(), profiled_runs_, total / profiled_runs_, kinds_text, steps_text);
 }
 
 void CudaPreparedGraph::record_stage_times() {
@@ -187,6 +251,11 @@ void CudaPreparedGraph::record_stage_times() {
       !SO_GPU_TRY(cudaEventElapsedTime(&d2h, ev[2], ev[3]))) {
     return;  // timings only; the failure is logged
   }
+  profile_.measured = true;
+  profile_.staging_ms = host_copy_ms_;
+  profile_.upload_ms = h2d;
+  profile_.compute_ms = compute;
+  profile_.download_ms = d2h;
   const std::string& b = state_->name;
   metrics::inc("steadyocr_cuda_stage_ms_total", {{"model", role_}, {"backend", b}, {"stage", "host_staging"}},
                host_copy_ms_);
@@ -238,10 +307,13 @@ Status CudaPreparedGraph::ensure_precision(const std::vector<Tensor>& inputs) {
 
 Status CudaPreparedGraph::run(const std::vector<Tensor>& inputs, std::vector<Tensor>* outputs) {
   Status s;
+  profile_ = {};
   if (device_lost()) {
     s = run_once(inputs, outputs);  // names the first sticky error without touching the device
   } else {
+    Stopwatch acquiring;
     auto lane = state_->device->acquire_lane();
+    profile_.acquire_ms = acquiring.elapsed_ms();
     if (!lane.is_ok()) {
       s = lane.status();
     } else {
@@ -302,7 +374,9 @@ Status CudaPreparedGraph::run_once(const std::vector<Tensor>& inputs, std::vecto
                       __FILE__, __LINE__);
   }
   RETURN_IF_ERROR(ensure_precision(inputs));
+  Stopwatch leasing;
   RETURN_IF_ERROR(lease_arena());
+  profile_.acquire_ms += leasing.elapsed_ms();
   const Plan& plan = *plan_;
   RETURN_IF_ERROR(stage_inputs(plan, inputs));
   if (fault == faults::Kind::kIllegalAddress) {
@@ -319,13 +393,17 @@ Status CudaPreparedGraph::run_once(const std::vector<Tensor>& inputs, std::vecto
   // never pays for the capture.
   // The graph replays only on the arena it was captured on; a plan that keeps getting another arena (its graph's
   // is in use by other runs, or was outgrown) is captured again there.
-  const bool graphs = fault == faults::Kind::kNone && state_->use_graphs && !state_->debug_sync && !graph_disabled_;
+  const bool profiling = state_->profile_ops > 0 && fault == faults::Kind::kNone && !state_->debug_sync;
+  const bool graphs =
+      fault == faults::Kind::kNone && state_->use_graphs && !state_->debug_sync && !graph_disabled_ && !profiling;
   if (graphs && exec_ && exec_arena_ != arena_.id && runs_off_graph_ >= 2) drop_graph();
   if (graphs && !exec_ && good_runs_ >= 1) RETURN_IF_ERROR(capture());
   const bool replay = graphs && exec_ && exec_arena_ == arena_.id;
   SO_GPU_CHECK(cudaEventRecord(lane_->events[1], lane_->stream));
   if (replay) {
     SO_GPU_CHECK(cudaGraphLaunch(exec_, lane_->stream));
+  } else if (profiling) {
+    RETURN_IF_ERROR(enqueue_profiled(plan, ctx));
   } else {
     RETURN_IF_ERROR(enqueue_plan(plan, ctx, state_->debug_sync, fault));
   }
@@ -341,9 +419,12 @@ Status CudaPreparedGraph::run_once(const std::vector<Tensor>& inputs, std::vecto
     outs.push_back(std::move(buf));
   }
   SO_GPU_CHECK(cudaEventRecord(lane_->events[3], lane_->stream));
+  Stopwatch syncing;
   SO_GPU_CHECK(cudaStreamSynchronize(lane_->stream));
+  profile_.sync_ms = syncing.elapsed_ms();
   staging_.clear();
   record_stage_times();
+  if (profiling) record_step_times(plan);
   outputs->clear();
   for (size_t i = 0; i < outs.size(); ++i) {
     const DevTensor& t = plan.outputs[i];

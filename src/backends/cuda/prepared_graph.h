@@ -22,6 +22,7 @@ class CudaPreparedGraph final : public PreparedGraph {
   ~CudaPreparedGraph() override;
   Status run(const std::vector<Tensor>& inputs, std::vector<Tensor>* outputs) override;
   size_t workspace_bytes() const override;
+  RunProfile last_profile() const override { return profile_; }
 
  private:
   explicit CudaPreparedGraph(std::shared_ptr<BackendState> state) : state_(std::move(state)) {}
@@ -53,6 +54,7 @@ class CudaPreparedGraph final : public PreparedGraph {
   DeviceMemoryPtr graph_cublas_ws_;  // the graph's cuBLAS workspace when the plan has an arena of its own
   Status lease_arena();
   double host_copy_ms_ = 0;
+  RunProfile profile_;  // the last run's
   cudaGraphExec_t exec_ = nullptr;
   uint64_t exec_arena_ = 0;  // the arena the graph was captured on (it replays only there)
   bool graph_disabled_ = false;
@@ -61,6 +63,12 @@ class CudaPreparedGraph final : public PreparedGraph {
   // Host staging of the run in flight, from the device's pinned pool (never held between runs: a plan of a shape
   // seen once would otherwise keep page-locked memory that only a cudaHostAlloc can replace).
   std::vector<PinnedPtr> staging_;
+  // BackendConfig::profile_ops: an event after each step, and device ms summed per step over the profiled runs.
+  std::vector<cudaEvent_t> step_events_;
+  std::vector<double> step_ms_;
+  int profiled_runs_ = 0;
+  Status enqueue_profiled(const Plan& plan, const ExecContext& ctx);
+  void record_step_times(const Plan& plan);
 };
 
 // The step runner: enqueues every step of `plan` (eagerly) on ctx.stream; errors name the step. With sync_each,
