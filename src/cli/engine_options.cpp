@@ -52,6 +52,9 @@ void add_engine_flags(CLI::App* app, EngineArgs* args) {
                   "Input shapes kept planned per model (0: 512 on GPU backends, 24 on the CPU)")
       ->check(CLI::Range(0, 100000))
       ->capture_default_str();
+  app->add_flag("--host-ctc", args->host_ctc,
+                "GPU backends: bring every class's probability back and pick the best on the host, instead of only "
+                "each step's best (same results; for comparison)");
   app->add_option("--det-limit-side", args->det_limit_side, "Longer side of the detection input")
       ->check(CLI::Range(32, 8192))
       ->capture_default_str();
@@ -152,6 +155,7 @@ Result<EngineOptions> engine_options_from(const EngineArgs& a) {
   opts.drop_score = a.drop_score;
   opts.det_limit_side = a.det_limit_side;
   opts.plan_cache = a.plan_cache;
+  opts.rec_top1 = !a.host_ctc;
   opts.db.thresh = a.det_thresh;
   opts.db.box_thresh = a.det_box_thresh;
   opts.db.unclip_ratio = a.unclip_ratio;

@@ -26,6 +26,7 @@ struct EngineArgs {
   float drop_score = 0.5f;
   int det_limit_side = 960;
   int plan_cache = 0;
+  bool host_ctc = false;
   float det_thresh = 0.3f;
   double det_box_thresh = 0.6, unclip_ratio = 1.5;
   int rec_batch = 6, rec_min_width = 320;

@@ -34,6 +34,20 @@ Tensor det_self_test_input() {
   return pipeline::det_preprocess(page, 320).tensor;
 }
 
+// The Top1 (graph/ir.h) of `t` over its last axis, on the reference kernel.
+Result<Tensor> top1_of(const Tensor& t) {
+  if (t.rank() < 1) return internal_error("top-1 of a scalar");
+  graph::Graph g;
+  graph::Value* in = g.add_value("x", t.dtype(), t.shape());
+  Shape s = t.shape();
+  s.back() = 2;
+  graph::Value* out = g.add_value("y", DType::kF32, s);
+  graph::Node* n = g.add_node(graph::OpKind::kTop1, "top1", {in}, {out});
+  std::vector<Tensor> outs;
+  RETURN_IF_ERROR(run_node_reference(*n, {&t}, &outs));
+  return std::move(outs[0]);
+}
+
 // Runs `model` on a fixed input and compares with the same model on the reference backend.
 Status self_test_model(const std::string& stage, runtime::Model& model, const Shape& shape, double tolerance,
                        std::string* summary) {
@@ -42,8 +56,43 @@ Status self_test_model(const std::string& stage, runtime::Model& model, const Sh
   auto ref_model = runtime::Model::load(model.path(), std::shared_ptr<Backend>(make_reference_backend()));
   if (!ref_model.is_ok()) return ref_model.status();
   ASSIGN_OR_RETURN(Tensor want, (*ref_model)->run(x));
+  std::string top1_note;
+  if (model.options().top1_output) {
+    // The model returns top-1 pairs: each value against the reference's largest probability (nmse), and each class
+    // must hold (within the tolerance) the reference's largest probability: a near tie may pick either.
+    ASSIGN_OR_RETURN(Tensor pairs, top1_of(want));
+    if (got.shape() != pairs.shape()) {
+      return internal_error("self-test: " + stage + " top-1 output is " + got.describe() + ", expected " +
+                            pairs.describe());
+    }
+    const int64_t rows = pairs.numel() / 2, classes = want.dim(-1);
+    int64_t off = 0;
+    for (int64_t r = 0; r < rows; ++r) {
+      const float* g = got.data<float>() + 2 * r;
+      const int64_t c = static_cast<int64_t>(g[1]);
+      const float best = pairs.data<float>()[2 * r];
+      if (c < 0 || c >= classes || !(want.data<float>()[r * classes + c] >= best - 1e-3f)) ++off;
+    }
+    Tensor got_values = Tensor::empty(DType::kF32, {rows}), want_values = Tensor::empty(DType::kF32, {rows});
+    for (int64_t r = 0; r < rows; ++r) {
+      got_values.data<float>()[r] = got.data<float>()[2 * r];
+      want_values.data<float>()[r] = pairs.data<float>()[2 * r];
+    }
+    if (off > 0) {
+      std::string msg = fmt::format("self-test: {} top-1 classes on {} differ from the reference in {} of {} steps",
+                                    stage, model.backend_name(), off, rows);
+      return Status(StatusCode::kDeviceError, msg,
+                    {"SELF_TEST_MISMATCH", msg,
+                     "run `steadyocr doctor --level 3` (it compares every kernel with the reference and names the "
+                     "one that differs)"});
+    }
+    got = std::move(got_values);
+    want = std::move(want_values);
+    top1_note = fmt::format(", top-1 of {} steps", rows);
+  }
   double e = compare_tensors(got, want).nmse;
-  *summary += fmt::format("{} {} nmse={:.2e} (tolerance {:.0e}", stage, shape_str(x.shape()), e, tolerance);
+  *summary +=
+      fmt::format("{} {} nmse={:.2e} (tolerance {:.0e}{}", stage, shape_str(x.shape()), e, tolerance, top1_note);
   if (stage == "det") {
     int64_t text = 0;
     for (int64_t i = 0; i < want.numel(); ++i) text += want.data<float>()[i] > 0.3f;

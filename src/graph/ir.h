@@ -46,6 +46,10 @@ enum class OpKind : uint8_t {
   kCast,
   kSlice,
   kLayerNorm,  // in: x, scale, [bias]  over the trailing axes from `axis`
+  // steadyocr's own, no ONNX op: y[..., 0] = the largest of x[..., :] over the last axis, y[..., 1] = its index (the
+  // first on ties) as f32 (exact below 2^24). Appended to the recogniser by the runtime (ModelOptions::top1_output)
+  // so that only what the CTC decoder reads leaves the device.
+  kTop1,
   kIdentity,
   kCount
 };

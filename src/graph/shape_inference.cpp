@@ -591,6 +591,15 @@ Status infer_node(Node& node) {
         return infer_slice(node);
       case OpKind::kLayerNorm:
         return infer_layer_norm(node);
+      case OpKind::kTop1: {
+        RETURN_IF_ERROR(need_inputs(node, 1));
+        Shape s = node.input(0)->shape;
+        if (s.empty()) return fail(node, "needs an input of rank >= 1");
+        if (s.back() == 0) return fail(node, "has an empty last axis (no largest value)");
+        s.back() = 2;
+        set_out(node, std::move(s), DType::kF32);
+        return Status::ok();
+      }
       case OpKind::kCount:
         break;
     }

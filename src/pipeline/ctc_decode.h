@@ -17,4 +17,8 @@ struct RecText {
 // dictionary decode to nothing.
 RecText ctc_greedy_decode(const float* probs, int steps, int classes, const Dictionary& dict);
 
+// The same decoding from each step's top-1 pair (probability, class as a float), as a Top1 output gives it: the
+// result equals ctc_greedy_decode on the full probabilities.
+RecText ctc_greedy_decode_top1(const float* pairs, int steps, const Dictionary& dict);
+
 }  // namespace steadyocr::pipeline

@@ -3,6 +3,7 @@
 #include <opencv2/imgproc.hpp>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 
 namespace steadyocr::pipeline {
@@ -29,8 +30,17 @@ DetInput det_preprocess(const cv::Mat& bgr, int limit_side, int pad_multiple) {
   } else {
     cv::resize(bgr, resized, size, 0, 0, cv::INTER_LINEAR);
   }
-  static const float kMean[3] = {0.485f, 0.456f, 0.406f};
-  static const float kStd[3] = {0.229f, 0.224f, 0.225f};
+  // Each channel's 256 normalised values, computed once by the expression the loop used per pixel (the same floats:
+  // (v / 255 - mean) / std), so a pixel costs a table read instead of two divisions.
+  static const auto kLut = [] {
+    const float mean[3] = {0.485f, 0.456f, 0.406f};
+    const float std[3] = {0.229f, 0.224f, 0.225f};
+    std::array<std::array<float, 256>, 3> t{};
+    for (int c = 0; c < 3; ++c) {
+      for (int v = 0; v < 256; ++v) t[c][v] = (static_cast<float>(v) / 255.0f - mean[c]) / std[c];
+    }
+    return t;
+  }();
   const int h = size.height;
   auto padded = [&](int s) { return pad_multiple > 0 ? (s + pad_multiple - 1) / pad_multiple * pad_multiple : s; };
   in.input_h = padded(size.height);
@@ -42,11 +52,13 @@ DetInput det_preprocess(const cv::Mat& bgr, int limit_side, int pad_multiple) {
   if (in.input_h != size.height || in.input_w != size.width) std::fill(dst, dst + 3 * plane, 0.f);
   for (int y = 0; y < h; ++y) {
     const uint8_t* row = resized.ptr<uint8_t>(y);
+    float* d0 = dst + static_cast<size_t>(y) * w;
+    float* d1 = d0 + plane;
+    float* d2 = d1 + plane;
     for (int x = 0; x < size.width; ++x) {
-      for (int c = 0; c < 3; ++c) {
-        float v = static_cast<float>(row[3 * x + c]) / 255.0f;
-        dst[c * plane + static_cast<size_t>(y) * w + x] = (v - kMean[c]) / kStd[c];
-      }
+      d0[x] = kLut[0][row[3 * x]];
+      d1[x] = kLut[1][row[3 * x + 1]];
+      d2[x] = kLut[2][row[3 * x + 2]];
     }
   }
   return in;

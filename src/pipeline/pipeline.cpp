@@ -93,8 +93,14 @@ Result<std::unique_ptr<Pipeline>> Pipeline::load(const ModelPaths& paths, std::s
                        " not found: pass --models DIR or --dict PATH (the character list of the recognition model)");
     }
     ASSIGN_OR_RETURN(dict, Dictionary::load(paths.dict));
-    ASSIGN_OR_RETURN(std::unique_ptr<runtime::Model> m, load_model("rec", paths.rec, backend, model_options));
-    int64_t classes = static_dim(m->graph().outputs(), -1);
+    runtime::ModelOptions rec_options = model_options;
+    // On a device only each step's top-1 pair comes back (6625 classes stay there) where the backend runs Top1.
+    rec_options.top1_output = device && opts.rec_top1;
+    ASSIGN_OR_RETURN(std::unique_ptr<runtime::Model> m, load_model("rec", paths.rec, backend, rec_options));
+    opts.rec.top1 = m->options().top1_output;
+    const graph::Value* out = m->graph().outputs()[0];
+    if (opts.rec.top1 && out->producer) out = out->producer->input(0);  // the class probabilities Top1 reads
+    int64_t classes = static_dim({const_cast<graph::Value*>(out)}, -1);
     if (classes > 0 && classes != dict.num_classes()) {
       return invalid_argument("recognition model " + paths.rec + " has " + std::to_string(classes) +
                               " output classes but dictionary " + paths.dict + " gives " +

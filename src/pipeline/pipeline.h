@@ -63,6 +63,9 @@ struct PipelineOptions {
   // Plans (input shapes) kept per model, least recently used dropped first; 0: 512 on kDevice (a plan holds no
   // device memory of its own: runs lease arenas), the runtime's default on the host.
   int plan_cache = 0;
+  // kDevice: the recogniser returns each step's top-1 pair, decoded as the full probabilities would be (where the
+  // backend runs Top1); false: every class's probability comes back and the host picks (--host-ctc, to compare).
+  bool rec_top1 = true;
   bool warm_up = true;            // kDevice: plan the bucketed det/rec shapes at load
   int warm_rec_max_width = 1280;  // kDevice: widest recognition bucket planned at load (wider ones on demand)
   // Batching across concurrent calls (runtime/batching.h): model runs of one shape that arrive while that shape's

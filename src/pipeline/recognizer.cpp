@@ -3,6 +3,7 @@
 #include <opencv2/imgproc.hpp>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <numeric>
 
@@ -13,23 +14,34 @@ namespace steadyocr::pipeline {
 
 void rec_normalize(const cv::Mat& crop, int height, int width, float* dst, RecInterp interp) {
   const size_t plane = static_cast<size_t>(height) * width;
-  std::fill(dst, dst + 3 * plane, 0.f);
   double want = std::ceil(static_cast<double>(height * crop.cols) / static_cast<double>(crop.rows));
   int resized_w = want > width ? width : static_cast<int>(want);
-  if (resized_w <= 0) return;
+  if (resized_w <= 0) {
+    std::fill(dst, dst + 3 * plane, 0.f);
+    return;
+  }
   cv::Mat resized;
   const int cv_interp = interp == RecInterp::kLanczos ? cv::INTER_LANCZOS4
                         : interp == RecInterp::kCubic ? cv::INTER_CUBIC
                                                       : cv::INTER_LINEAR;
   cv::resize(crop, resized, cv::Size(resized_w, height), 0, 0, cv_interp);
+  // The 256 normalised values, by the expression the loop used per pixel ((v / 255 - 0.5) / 0.5: the same floats).
+  static const auto kLut = [] {
+    std::array<float, 256> t{};
+    for (int v = 0; v < 256; ++v) t[v] = (static_cast<float>(v) / 255.0f - 0.5f) / 0.5f;
+    return t;
+  }();
   for (int y = 0; y < height; ++y) {
     const uint8_t* row = resized.ptr<uint8_t>(y);
+    float* d0 = dst + static_cast<size_t>(y) * width;
+    float* d1 = d0 + plane;
+    float* d2 = d1 + plane;
     for (int x = 0; x < resized_w; ++x) {
-      for (int c = 0; c < 3; ++c) {
-        float v = static_cast<float>(row[3 * x + c]) / 255.0f;
-        dst[c * plane + static_cast<size_t>(y) * width + x] = (v - 0.5f) / 0.5f;
-      }
+      d0[x] = kLut[row[3 * x]];
+      d1[x] = kLut[row[3 * x + 1]];
+      d2[x] = kLut[row[3 * x + 2]];
     }
+    for (float* d : {d0, d1, d2}) std::fill(d + resized_w, d + width, 0.f);  // zeros to the right
   }
 }
 
@@ -101,7 +113,11 @@ Result<std::vector<RecText>> Recognizer::recognize(const std::vector<cv::Mat>& c
       return internal_error("recognition model returned " + probs.describe() + " for input " + input.describe() +
                             "; expected f32[batch, steps, classes]");
     }
-    if (probs.dim(2) != dict_.num_classes()) {
+    if (options_.top1 && probs.dim(2) != 2) {
+      return internal_error("recognition model returned " + probs.describe() +
+                            "; its top-1 output should be f32[batch, steps, 2]");
+    }
+    if (!options_.top1 && probs.dim(2) != dict_.num_classes()) {
       return invalid_argument("recognition model outputs " + std::to_string(probs.dim(2)) + " classes but dictionary " +
                               dict_.path() + " gives " + std::to_string(dict_.num_classes()) + " (" +
                               std::to_string(dict_.num_classes() - 2) +
@@ -110,7 +126,9 @@ Result<std::vector<RecText>> Recognizer::recognize(const std::vector<cv::Mat>& c
     const int steps = static_cast<int>(probs.dim(1)), classes = static_cast<int>(probs.dim(2));
     const float* p = probs.data<float>();
     for (size_t k = 0; k < n; ++k) {
-      out[order[start + k]] = ctc_greedy_decode(p + k * static_cast<size_t>(steps) * classes, steps, classes, dict_);
+      const float* row = p + k * static_cast<size_t>(steps) * classes;
+      out[order[start + k]] =
+          options_.top1 ? ctc_greedy_decode_top1(row, steps, dict_) : ctc_greedy_decode(row, steps, classes, dict_);
     }
     t.finish += finish.elapsed_ms();
   }

@@ -41,6 +41,9 @@ struct RecOptions {
   // Resize of each crop to `height`. Lanczos-4 (the default) keeps the gaps between Latin words that bilinear blurs
   // away; linear is PaddleOCR's exact semantics (docs/BENCHMARKS.md: every metric per mode on every set).
   RecInterp interp = RecInterp::kLanczos;
+  // The model returns Top1 pairs f32 [batch, steps, 2] (largest probability, its class) instead of every class's
+  // probability: set by Pipeline::load when the recogniser was loaded with a top-1 output (device profile).
+  bool top1 = false;
 };
 
 // Writes one crop into `dst` (3 x height x width floats, CHW): resized (`interp`) to `height` rows keeping its

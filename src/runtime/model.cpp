@@ -41,6 +41,25 @@ Result<Tensor> run_on_reference(const graph::Graph& g, const Tensor& x) {
 
 }  // namespace
 
+Status append_top1(graph::Graph& g, const Backend& backend) {
+  graph::Value* probs = g.outputs().at(0);
+  if (probs->dtype != DType::kF32 || probs->shape.empty()) {
+    return invalid_argument("the model's output is " + std::string(dtype_name(probs->dtype)) + "[" +
+                            shape_str(probs->shape) + "]; a top-1 output needs f32 with a last axis");
+  }
+  Shape s = probs->shape;
+  s.back() = 2;
+  graph::Value* top = g.add_value(g.unique_name(probs->name + ".top1"), DType::kF32, s);
+  graph::Node* n = g.add_node(graph::OpKind::kTop1, g.unique_name("steadyocr.Top1"), {probs}, {top});
+  if (!backend.supports(*n)) {
+    g.remove_node(n);
+    g.remove_dead();
+    return unsupported("backend " + backend.name() + " does not run Top1 (a top-1 output would cross host memory)");
+  }
+  g.outputs()[0] = top;
+  return Status::ok();
+}
+
 graph::PassOptions reference_pass_options(graph::PassOptions options) {
   options.evaluate = run_node_reference;
   return options;
@@ -54,6 +73,14 @@ Result<std::unique_ptr<Model>> Model::load(const std::string& path, std::shared_
     return unsupported("model " + path + " has " + std::to_string(g.inputs().size()) + " inputs and " +
                        std::to_string(g.outputs().size()) +
                        " outputs; PP-OCR det/rec/cls models have exactly one of each");
+  }
+  if (options.top1_output) {
+    Status top = append_top1(g, *backend);
+    if (!top.is_ok()) {
+      if (top.code() != StatusCode::kUnsupported) return top.with_context("loading " + path);
+      log::info("runtime", "{}: {}; the full output comes back to the host", path, top.message());
+      options.top1_output = false;
+    }
   }
   std::unique_ptr<Model> m(new Model());
   m->path_ = path;

@@ -35,6 +35,11 @@ struct ModelOptions {
   // Where the nodes the backend declines (Backend::supports) run, in order: cpu then reference below a CUDA
   // backend, reference below cpu (runtime::fallback_chain). Empty: a declined node fails the plan.
   std::vector<std::shared_ptr<Backend>> fallbacks;
+  // Appends a Top1 node (graph/ir.h) to the model's output: the model then returns f32 [..., 2] (the largest value
+  // over the last axis and its index) instead of [..., C]. For the recogniser on a device, whose CTC decoder reads
+  // only these: C = 6625 classes stay on the device. Only where the backend runs Top1 itself (Model::load refuses
+  // otherwise: it would cross through host memory and gain nothing; Model::options() then says false).
+  bool top1_output = false;
 };
 
 // Nodes of one op kind that the model's backend declined and the runtime placed on another backend.
@@ -48,6 +53,10 @@ struct OpPlacement {
 // `options` with constant folding evaluating nodes on the reference kernels (graph/ knows no backend). Model uses
 // it when its options bring no evaluator; callers that run the passes themselves (doctor, run-model, tests) too.
 graph::PassOptions reference_pass_options(graph::PassOptions options = {});
+
+// Makes `g`'s single output the Top1 of what it was (ModelOptions::top1_output). Unsupported (and `g` unchanged)
+// when `backend` does not run Top1; invalid_argument when the output is not f32 with a last axis.
+Status append_top1(graph::Graph& g, const Backend& backend);
 
 struct ModelStats {
   uint64_t runs = 0;
@@ -106,6 +115,7 @@ class Model : public Runner {
   const graph::Graph& graph() const { return graph_; }
   const std::string& path() const { return path_; }
   Backend& backend() const { return *backend_; }
+  const ModelOptions& options() const { return options_; }
   ModelStats stats() const;
   // Drops every cached plan (and the device memory it holds); the next run plans again. Used on OOM.
   void clear_plans();

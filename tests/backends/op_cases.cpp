@@ -455,6 +455,15 @@ std::vector<OpCase> make_cases() {
                         {2, 3, 5, 7}, {2, 7}));
   v.push_back(
       move_case("ReduceMean_all_keepdims1", OpKind::kReduceMean, graph::ReduceAttrs{{}, true}, {3, 4, 5}, {1, 1, 1}));
+  // Top1 (steadyocr's own op): over the recogniser's 6625 classes, and rows full of ties (the first index wins).
+  v.push_back(move_case("Top1_rec_classes", OpKind::kTop1, {}, {2, 20, 6625}, {2, 20, 2}));
+  v.push_back({"Top1_ties_take_the_first", OpKind::kTop1, [] {
+                 CaseBuilder b(23);
+                 Tensor t = Tensor::empty(DType::kF32, {4, 3, 301});
+                 for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = static_cast<float>((i * 7 + i / 301) % 5);
+                 Value* x = b.input(std::move(t));
+                 return b.finish({b.node(OpKind::kTop1, {}, {x}, {4, 3, 2})});
+               }});
   v.push_back({"LayerNorm_last_axis_bias", OpKind::kLayerNorm, [] {
                  CaseBuilder b(19);
                  Value* x = b.input({2, 20, 120}, -3.f, 3.f);

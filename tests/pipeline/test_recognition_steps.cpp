@@ -4,6 +4,7 @@
 #include <opencv2/imgproc.hpp>
 
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 
 #include "pipeline/crop.h"
@@ -63,6 +64,31 @@ TEST(CtcDecode, TiesGoToTheFirstClass) {
   Dictionary d = Dictionary::from_lines({"a", "b"});
   std::vector<float> probs = {0.1f, 0.45f, 0.45f, 0.0f};
   EXPECT_EQ(ctc_greedy_decode(probs.data(), 1, 4, d).text, "a");
+}
+
+// Decoding each step's top-1 pair (what a Top1 output brings back from the device) gives what the full
+// probabilities give, on random steps with many repeats and blanks.
+TEST(CtcDecode, TopOnePairsDecodeLikeTheFullProbabilities) {
+  Dictionary d = Dictionary::from_lines({"a", "b", "c", "d", "e", "f"});  // 8 classes
+  const int classes = d.num_classes(), steps = 60;
+  std::srand(5);
+  for (int round = 0; round < 20; ++round) {
+    std::vector<float> probs(static_cast<size_t>(steps) * classes);
+    for (float& p : probs) p = static_cast<float>(std::rand() % 7) / 7.f;  // ties too
+    std::vector<float> pairs(2 * steps);
+    for (int t = 0; t < steps; ++t) {
+      const float* row = probs.data() + t * classes;
+      int best = 0;
+      for (int c = 1; c < classes; ++c) best = row[c] > row[best] ? c : best;
+      pairs[2 * t] = row[best];
+      pairs[2 * t + 1] = static_cast<float>(best);
+    }
+    const RecText full = ctc_greedy_decode(probs.data(), steps, classes, d);
+    const RecText top = ctc_greedy_decode_top1(pairs.data(), steps, d);
+    EXPECT_EQ(top.text, full.text) << "round " << round;
+    EXPECT_FLOAT_EQ(top.score, full.score) << "round " << round;
+    EXPECT_FALSE(full.text.empty()) << "round " << round;  // the case decodes something
+  }
 }
 
 TEST(Crop, AxisAlignedQuadCopiesTheRegion) {

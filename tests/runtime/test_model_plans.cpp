@@ -2,8 +2,10 @@
 // computes, warm-up prepares instances per shape, and concurrent callers of one shape share them correctly.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <thread>
 
+#include "backends/reference/reference_backend.h"
 #include "core/parallel.h"
 #include "runtime/backend_registry.h"
 #include "runtime/model.h"
@@ -48,6 +50,42 @@ TEST(ModelPlans, GenericPassesComputeWhatThePlainPathComputes) {
       EXPECT_LT(cmp.nmse, 1e-12) << c.file << " " << shape_str(s) << ": " << cmp.describe();
     }
   }
+}
+
+// A top-1 output (ModelOptions::top1_output) returns, per step, the largest probability and its class: the same as
+// picking them from the plain model's output. A backend without Top1 (the cpu backend) keeps the plain output.
+TEST(ModelPlans, TopOneOutputIsThePlainOutputsLargestClass) {
+  SO_REQUIRE_MODELS();
+  const std::string path = testing::models_dir() + "/ch_PP-OCRv4_rec_infer.onnx";
+  std::shared_ptr<Backend> ref(make_reference_backend());
+  ModelOptions top;
+  top.top1_output = true;
+  auto plain = Model::load(path, ref, {});
+  auto top1 = Model::load(path, ref, top);
+  ASSERT_TRUE(plain.is_ok() && top1.is_ok()) << top1.status().to_string();
+  EXPECT_TRUE((*top1)->options().top1_output);
+  Tensor x = testing::random_tensor({2, 3, 48, 160}, 3);
+  auto a = (*plain)->run(x);
+  auto b = (*top1)->run(x);
+  ASSERT_TRUE(a.is_ok() && b.is_ok()) << b.status().to_string();
+  const int64_t classes = a->dim(-1), rows = a->numel() / classes;
+  ASSERT_EQ(classes, 6625);
+  ASSERT_EQ(b->shape(), (Shape{a->dim(0), a->dim(1), 2}));
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* row = a->data<float>() + r * classes;
+    const int64_t best = std::max_element(row, row + classes) - row;
+    EXPECT_EQ(b->data<float>()[2 * r + 1], static_cast<float>(best)) << "step " << r;
+    EXPECT_EQ(b->data<float>()[2 * r], row[best]) << "step " << r;
+  }
+
+  auto cpu = create_backend("cpu");
+  ASSERT_TRUE(cpu.is_ok());
+  auto on_cpu = Model::load(path, *cpu, top);
+  ASSERT_TRUE(on_cpu.is_ok()) << on_cpu.status().to_string();
+  EXPECT_FALSE((*on_cpu)->options().top1_output);  // the cpu backend does not run Top1
+  auto c = (*on_cpu)->run(x);
+  ASSERT_TRUE(c.is_ok());
+  EXPECT_EQ(c->dim(-1), classes);
 }
 
 TEST(ModelPlans, AShapeTheModelRefusesStillNamesTheProblem) {

@@ -74,6 +74,7 @@ DType PlanBuilder::compute_type(const Node& n) const {
       return DType::kF16;
     case OpKind::kMatMul:
     case OpKind::kSoftmax:
+    case OpKind::kTop1:
     case OpKind::kLayerNorm:
     case OpKind::kReduceMean:
     case OpKind::kBatchNorm:

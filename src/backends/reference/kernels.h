@@ -37,6 +37,7 @@ Status resize_kernel(const graph::Node& node, const Inputs& in, Outputs& out);  
 Status transpose_kernel(const graph::Node& node, const Inputs& in, Outputs& out);        // transpose.cpp
 Status matmul_kernel(const graph::Node& node, const Inputs& in, Outputs& out);           // matmul.cpp
 Status softmax_kernel(const graph::Node& node, const Inputs& in, Outputs& out);          // softmax.cpp
+Status top1_kernel(const graph::Node& node, const Inputs& in, Outputs& out);             // top1.cpp
 Status reduce_mean_kernel(const graph::Node& node, const Inputs& in, Outputs& out);      // reduce_mean.cpp
 Status layernorm_kernel(const graph::Node& node, const Inputs& in, Outputs& out);        // layernorm.cpp
 

@@ -38,6 +38,7 @@ std::array<RefKernelFn, static_cast<size_t>(OpKind::kCount)> build_table() {
   set(OpKind::kCast, reference::cast_kernel);
   set(OpKind::kSlice, reference::slice_kernel);
   set(OpKind::kLayerNorm, reference::layernorm_kernel);
+  set(OpKind::kTop1, reference::top1_kernel);
   return t;
 }
 

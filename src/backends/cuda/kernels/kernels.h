@@ -140,6 +140,8 @@ cudaError_t launch_global_avg_pool(const void* x, void* y, Dt dt, int64_t nc, in
 
 // ---- softmax (softmax.cu): over `n` elements spaced `inner` apart, for outer*inner rows -------------------------
 cudaError_t launch_softmax(const void* x, void* y, Dt dt, int64_t outer, int64_t n, int64_t inner, cudaStream_t stream);
+// y[r] = {the largest of row r of x (rows x n), the first index holding it} (f32 pairs).
+cudaError_t launch_top1(const void* x, float* y, Dt dt, int64_t rows, int64_t n, cudaStream_t stream);
 
 // ---- ReduceMean (reduce.cu) ----------------------------------------------------------------------------------
 struct ReduceParams {

@@ -15,6 +15,7 @@ Status build_batchnorm(PlanBuilder& b, const graph::Node& n);       // batchnorm
 Status build_pool(PlanBuilder& b, const graph::Node& n);            // pool.cpp (GAP, AveragePool, MaxPool)
 Status build_resize(PlanBuilder& b, const graph::Node& n);          // resize.cpp
 Status build_softmax(PlanBuilder& b, const graph::Node& n);         // softmax.cpp
+Status build_top1(PlanBuilder& b, const graph::Node& n);            // softmax.cpp
 Status build_reduce_mean(PlanBuilder& b, const graph::Node& n);     // reduce.cpp
 Status build_layernorm(PlanBuilder& b, const graph::Node& n);       // layernorm.cpp
 Status build_transpose(PlanBuilder& b, const graph::Node& n);       // transpose.cpp

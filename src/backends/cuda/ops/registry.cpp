@@ -79,6 +79,7 @@ const common::OpTable<OpBuildFn>& op_table() {
           {{OpKind::kTranspose}, build_transpose},
           {{OpKind::kMatMul}, build_matmul, floats},
           {{OpKind::kSoftmax}, build_softmax, floats},
+          {{OpKind::kTop1}, build_top1, floats},
           {{OpKind::kReduceMean}, build_reduce_mean, floats},
           {{OpKind::kShape}, build_shape},
           {{OpKind::kCast}, build_cast},

@@ -37,4 +37,25 @@ Status build_softmax(PlanBuilder& b, const graph::Node& n) {
   return Status::ok();
 }
 
+Status build_top1(PlanBuilder& b, const graph::Node& n) {
+  const DType dt = b.compute_type(n);
+  ASSIGN_OR_RETURN(DevTensor x, b.input(n.input(0), dt));
+  ASSIGN_OR_RETURN(DevTensor y, b.output(n.output(), DType::kF32));
+  if (x.shape.empty() || x.shape.back() <= 0) return invalid_argument("Top1 needs a non-empty last axis");
+  const int64_t len = x.shape.back();
+  int64_t rows = 1;
+  for (size_t d = 0; d + 1 < x.shape.size(); ++d) rows *= x.shape[d];
+  auto ptrs = std::make_shared<std::pair<const void*, void*>>();
+  b.add_step(std::make_unique<KernelStep>(
+                 std::vector<BufRef>{x.ref}, std::vector<BufRef>{y.ref},
+                 [ptrs, x, y](const Bindings& bd) {
+                   *ptrs = {bd.ptr(x.ref), bd.ptr(y.ref)};
+                 },
+                 [ptrs, dt, rows, len](cudaStream_t s) {
+                   return k::launch_top1(ptrs->first, static_cast<float*>(ptrs->second), to_kdt(dt), rows, len, s);
+                 }),
+             &n);
+  return Status::ok();
+}
+
 }  // namespace steadyocr::cuda
