@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Load test of `steadyocr serve` with hey (Debian package): measures the server's capacity on one image (requests/s
 # answered with 8 clients keeping it saturated), then offers twice that for DURATION seconds (at least 16 clients, each
-# at its share of the rate) and checks that every request is answered,
-# sent = ok + rejected, the only 5xx is 503 SERVER_BUSY, the p99 of the rejections is under 10 ms, and the RSS stays
-# flat. Writes a summary (and hey's per-request CSV) under OUT_DIR.
+# at its share of the rate) and checks that every request is answered, sent = ok + rejected, the only 5xx is 503
+# SERVER_BUSY, the p99 of the refusals at a second client beside hey is under 10 ms (at hey, whose goroutines share
+# the cores: under 25 ms), and the RSS stays flat. Writes a summary (and hey's per-request CSV) under OUT_DIR.
 #
 #   scripts/serve_load.sh [BUILD_DIR] [IMAGE]      env: DURATION=30 OUT_DIR=/tmp/serve_load SERVE_ARGS="--backend cpu"
 set -euo pipefail
@@ -66,6 +66,7 @@ while time.time() < end:
 v = sorted(lat.get(503, [])) or [float('nan')]
 print(f"503 latency ms (second client, {len(lat.get(503, []))} refusals): p50 {v[len(v)//2]:.2f} "
       f"p99 {v[min(len(v)-1, int(len(v)*.99))]:.2f} max {v[-1]:.2f}")
+print(f"probe {len(lat.get(503, []))} {v[min(len(v)-1, int(len(v)*.99))]:.3f}")
 PROBE
 prober=$!
 hey -z "${duration}s" -c $clients -q "$qps" -m POST -T image/jpeg -D "$image" -o csv "$url" >"$out/load.csv"
@@ -100,9 +101,17 @@ print(f"rss kB: before {rss0} after {rss1} ({(int(rss1)-int(rss0))/max(1,int(rss
 fails = []
 if other: fails.append(f"statuses other than 200/503: {other}")
 if sent != ok + rejected: fails.append("sent != ok + rejected")
-if rejected and p(by['503'], .99) >= 10: fails.append("p99 of rejections >= 10 ms")
+# The bar on the refusals is the second client's p99 (one connection beside hey: the server's refusal latency);
+# hey's own p99 also counts its goroutines' scheduling on the shared cores (11-12 ms on two cores with 30-40
+# clients), so it gets a looser bar that still catches a refusal waiting on OCR work or a delayed ACK (40 ms).
+probe = [l.split() for l in open(log.replace('serve.log', 'probe.txt')) if l.startswith('probe ')]
+if not probe or int(probe[0][1]) < 20:
+    fails.append(f"the second client saw too few refusals to measure ({probe[0][1] if probe else 'none'})")
+elif float(probe[0][2]) >= 10:
+    fails.append(f"p99 of refusals at the second client {float(probe[0][2]):.2f} >= 10 ms")
+if rejected and p(by['503'], .99) >= 25: fails.append("p99 of rejections at hey >= 25 ms")
 print("PASS" if not fails else "FAIL: " + "; ".join(fails))
 EOF
-tee -a "$out/summary.txt" <"$out/probe.txt"
+grep -v '^probe ' "$out/probe.txt" | tee -a "$out/summary.txt"
 echo "$metrics" | grep -E '^steadyocr_(http_requests_total|queue_depth|deadline_dropped_total)' | tee -a "$out/summary.txt"
 grep -q '^PASS' "$out/summary.txt"
