@@ -265,6 +265,24 @@ std::vector<OpCase> make_cases() {
   v.push_back(conv_case("Conv_k3_residual_relu", {.residual = true, .act = Activation::relu()}));
   v.push_back(
       conv_case("Conv_k3_dw_residual_hardswish", {.group = 8, .residual = true, .act = Activation::hard_swish()}));
+  // A depthwise convolution whose epilogue takes the elementwise nodes after it (GPU backends evaluate such a chain
+  // in the convolution's own kernel): a scalar multiply, a per-channel add given as [1,C,1,1] and one as [C,1,1].
+  v.push_back(
+      {"Conv_k5_dw_hardswish_then_scalar_and_channel_ops", OpKind::kConv, [] {
+         CaseBuilder b(10);
+         const int64_t n = 2, c = 24, h = 12, w = 21;
+         Value* x = b.input({n, c, h, w});
+         graph::ConvAttrs a;
+         a.kernel = {5, 5};
+         a.pads = {2, 2, 2, 2};
+         a.group = c;
+         a.act = Activation::hard_swish();
+         Value* y = b.node(OpKind::kConv, a, {x, b.weight({c, 1, 5, 5}, -0.5f, 0.5f), b.weight({c})}, {n, c, h, w});
+         y = b.node(OpKind::kMul, {}, {y, b.weight({1}, 1.5f, 2.f)}, {n, c, h, w});
+         y = b.node(OpKind::kAdd, {}, {y, b.weight({1, c, 1, 1})}, {n, c, h, w});
+         y = b.node(OpKind::kMul, {}, {y, b.weight({c, 1, 1}, 0.5f, 2.f)}, {n, c, h, w});
+         return b.finish({y});
+       }});
   v.push_back(conv_case("Conv_k7_large_kernel_pad3333",
                         {.c = 3, .h = 17, .w = 19, .m = 4, .kh = 7, .kw = 7, .pads = {3, 3, 3, 3}}));
   v.push_back(conv_case("Conv_k3_big_k_c96_m72", {.c = 96, .h = 6, .w = 10, .m = 72}));

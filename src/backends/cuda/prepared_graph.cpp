@@ -188,7 +188,7 @@ Status CudaPreparedGraph::stage_inputs(const Plan& plan, const std::vector<Tenso
   return Status::ok();
 }
 
-Status CudaPreparedGraph::enqueue_profiled(const Plan& plan, const ExecContext& ctx) {
+Status CudaPreparedGraph::enqueue_profiled(const Plan& plan, const ExecContext& ctx, bool capturing) {
   if (step_events_.size() != plan.steps.size()) {
     for (cudaEvent_t e : step_events_) SO_GPU_TRY(cudaEventDestroy(e));
     step_events_.assign(plan.steps.size(), nullptr);
@@ -199,13 +199,16 @@ Status CudaPreparedGraph::enqueue_profiled(const Plan& plan, const ExecContext& 
   for (size_t i = 0; i < plan.steps.size(); ++i) {
     const Status st = plan.steps[i]->enqueue(ctx);
     if (!st.is_ok()) return st.with_context(plan.steps[i]->label);
-    SO_GPU_CHECK(cudaEventRecord(step_events_[i], ctx.stream));
+    // Inside a capture a plain record only orders streams; an external one becomes a record node of the graph.
+    SO_GPU_CHECK(capturing ? cudaEventRecordWithFlags(step_events_[i], ctx.stream, cudaEventRecordExternal)
+                           : cudaEventRecord(step_events_[i], ctx.stream));
   }
   return Status::ok();
 }
 
-void CudaPreparedGraph::record_step_times(const Plan& plan) {
+void CudaPreparedGraph::record_step_times(const Plan& plan, bool replayed, bool graphs) {
   if (step_events_.size() != plan.steps.size()) return;
+  if (graphs && !replayed && good_runs_ == 0) return;  // the run before the capture
   cudaEvent_t prev = lane_->events[1];
   for (size_t i = 0; i < step_events_.size(); ++i) {
     float ms = 0;
@@ -239,8 +242,12 @@ void CudaPreparedGraph::record_step_times(const Plan& plan) {
         fmt::format("{}{} {:.3f}", i ? ", " : "", plan.steps[order[i]]->label, step_ms_[order[i]] / profiled_runs_);
   }
   log::info("cuda",
-            "op profile {} {} ({} steps, {} runs): {:.3f} ms per run on the device; by op kind: {}; slowest: {}", role_,
-            signature_, step_ms_.size(), profiled_runs_, total / profiled_runs_, kinds_text, steps_text);
+            "op profile {} {} ({} steps, {} runs{}): {:.3f} ms per run on the device; by op kind: {}; slowest: {}",
+            role_, signature_, step_ms_.size(), profiled_runs_,
+            replayed ? ", graph replays"
+                     : ", eager (launch gaps "
+                       "included)",
+            total / profiled_runs_, kinds_text, steps_text);
 }
 
 void CudaPreparedGraph::record_stage_times() {
@@ -393,9 +400,9 @@ Status CudaPreparedGraph::run_once(const std::vector<Tensor>& inputs, std::vecto
   // never pays for the capture.
   // The graph replays only on the arena it was captured on; a plan that keeps getting another arena (its graph's
   // is in use by other runs, or was outgrown) is captured again there.
+  // Profiling replays the same graphs, with an event after each step captured in them (enqueue_profiled).
   const bool profiling = state_->profile_ops > 0 && fault == faults::Kind::kNone && !state_->debug_sync;
-  const bool graphs =
-      fault == faults::Kind::kNone && state_->use_graphs && !state_->debug_sync && !graph_disabled_ && !profiling;
+  const bool graphs = fault == faults::Kind::kNone && state_->use_graphs && !state_->debug_sync && !graph_disabled_;
   if (graphs && exec_ && exec_arena_ != arena_.id && runs_off_graph_ >= 2) drop_graph();
   if (graphs && !exec_ && good_runs_ >= 1) RETURN_IF_ERROR(capture());
   const bool replay = graphs && exec_ && exec_arena_ == arena_.id;
@@ -403,7 +410,7 @@ Status CudaPreparedGraph::run_once(const std::vector<Tensor>& inputs, std::vecto
   if (replay) {
     SO_GPU_CHECK(cudaGraphLaunch(exec_, lane_->stream));
   } else if (profiling) {
-    RETURN_IF_ERROR(enqueue_profiled(plan, ctx));
+    RETURN_IF_ERROR(enqueue_profiled(plan, ctx, /*capturing=*/false));
   } else {
     RETURN_IF_ERROR(enqueue_plan(plan, ctx, state_->debug_sync, fault));
   }
@@ -424,7 +431,7 @@ Status CudaPreparedGraph::run_once(const std::vector<Tensor>& inputs, std::vecto
   profile_.sync_ms = syncing.elapsed_ms();
   staging_.clear();
   record_stage_times();
-  if (profiling) record_step_times(plan);
+  if (profiling) record_step_times(plan, replay, graphs);
   outputs->clear();
   for (size_t i = 0; i < outs.size(); ++i) {
     const DevTensor& t = plan.outputs[i];
@@ -465,7 +472,9 @@ Status CudaPreparedGraph::capture() {
   const bool ws_set = SO_GPU_TRY(cublasSetWorkspace(lane_->cublas, ws, ws_bytes));
   cudaError_t e = ws_set ? cudaStreamBeginCapture(lane_->stream, cudaStreamCaptureModeThreadLocal) : cudaSuccess;
   if (ws_set && e == cudaSuccess) {
-    s = enqueue_plan(*plan_, context(*plan_));
+    const bool profiling = state_->profile_ops > 0;
+    s = profiling ? enqueue_profiled(*plan_, context(*plan_), /*capturing=*/true)
+                  : enqueue_plan(*plan_, context(*plan_));
     e = cudaStreamEndCapture(lane_->stream, &g);
   }
   // The lane goes back to the pool with its own workspace, or not at all: another plan's run on it would otherwise

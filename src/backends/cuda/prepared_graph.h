@@ -67,8 +67,12 @@ class CudaPreparedGraph final : public PreparedGraph {
   std::vector<cudaEvent_t> step_events_;
   std::vector<double> step_ms_;
   int profiled_runs_ = 0;
-  Status enqueue_profiled(const Plan& plan, const ExecContext& ctx);
-  void record_step_times(const Plan& plan);
+  // The plan with an event after each step (STEADYOCR_CUDA_PROFILE_OPS); `capturing`: into a CUDA graph, whose
+  // replays then time every step without the host's launch gaps.
+  Status enqueue_profiled(const Plan& plan, const ExecContext& ctx, bool capturing);
+  // Adds this run's step times; `replayed`: the run was a graph replay. The first run of a plan whose later runs
+  // replay a graph is left out (its gaps are the host's launches, not the device's work).
+  void record_step_times(const Plan& plan, bool replayed, bool graphs);
 };
 
 // The step runner: enqueues every step of `plan` (eagerly) on ctx.stream; errors name the step. With sync_each,

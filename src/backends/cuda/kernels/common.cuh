@@ -44,7 +44,48 @@ __device__ __forceinline__ __half from_f<__half>(float v) {
   return __float2half_rn(v);
 }
 
+// One instruction of an elementwise program (kernels.h): acc combined with operand b.
+__device__ __forceinline__ float ew_apply(const EwInstr& ins, float a, float b) {
+  switch (ins.op) {
+    case EwOp::kAdd:
+      return a + b;
+    case EwOp::kSub:
+      return a - b;
+    case EwOp::kRsub:
+      return b - a;
+    case EwOp::kMul:
+      return a * b;
+    case EwOp::kDiv:
+      return a / b;
+    case EwOp::kRdiv:
+      return b / a;
+    case EwOp::kPow:
+      return b == 2.f ? a * a : powf(a, b);
+    case EwOp::kRpow:
+      return powf(b, a);
+    case EwOp::kSqrt:
+      return sqrtf(a);
+    case EwOp::kRelu:
+      return a > 0.f ? a : 0.f;
+    case EwOp::kSigmoid:
+      return 1.f / (1.f + expf(-a));
+    case EwOp::kHardSigmoid:
+      return fminf(fmaxf(ins.alpha * a + ins.beta, 0.f), 1.f);
+    case EwOp::kHardSwish:
+      return a * fminf(fmaxf(a / 6.f + 0.5f, 0.f), 1.f);
+    case EwOp::kClip:
+      return fminf(fmaxf(a, ins.alpha), ins.beta);
+  }
+  return a;
+}
+
 constexpr int kThreads = 256;
+
+// Index type of a kernel over `n` elements: 32-bit divisions are several times cheaper than 64-bit ones (a grid-stride
+// loop below 2^31 cannot pass 2^32: the stride is under 2^27).
+inline bool fits_u32(int64_t n) {
+  return n < (int64_t{1} << 31);
+}
 
 // Blocks for a grid-stride loop over n elements (capped: the loop covers the rest).
 inline unsigned blocks_for(int64_t n, int threads = kThreads) {

@@ -42,6 +42,7 @@ struct EwInput {
   const void* ptr = nullptr;
   Dt dt = Dt::kF32;
   bool contiguous = false;  // same index as the output: no stride arithmetic
+  int lo = 0;               // the outermost axis with a nonzero stride (the index walk stops there)
   int64_t strides[kMaxRank] = {0, 0, 0, 0, 0, 0};
 };
 
@@ -83,6 +84,19 @@ cudaError_t launch_strided_copy(const CopyParams& p, cudaStream_t stream);
 cudaError_t launch_cast(const void* src, Dt src_dt, void* dst, Dt dst_dt, int64_t n, cudaStream_t stream);
 
 // ---- depthwise convolution (depthwise.cu): NCHW, one filter per channel, weights in the data type -------------
+// The convolution's epilogue evaluated in the same thread (fused): the raw sum, rounded to the data type as a stored
+// output would be, is the accumulator of the program's instructions; operand k is the raw sum itself (k = 0), a
+// per-channel vector (read at the output's channel) or a scalar. Programs with other operands run as their own launch.
+struct DwEpilogue {
+  int n_instrs = 0;  // 0: none, y holds the raw sum
+  EwInstr ins[kEwMaxInstrs];
+  const void* in[kEwMaxInputs] = {};
+  Dt in_dt[kEwMaxInputs] = {};
+  bool per_channel[kEwMaxInputs] = {};  // false: one value
+  void* out = nullptr;
+  Dt out_dt = Dt::kF32;
+};
+
 struct DepthwiseParams {
   const void* x = nullptr;
   const void* w = nullptr;  // [C, 1, kh, kw]
@@ -90,6 +104,7 @@ struct DepthwiseParams {
   Dt dt = Dt::kF32;
   int n = 0, c = 0, h = 0, w_in = 0, oh = 0, ow = 0;
   int kh = 1, kw = 1, sh = 1, sw = 1, pad_t = 0, pad_l = 0, dil_h = 1, dil_w = 1;
+  DwEpilogue epi;  // n_instrs > 0: the output goes to epi.out after the program
 };
 cudaError_t launch_depthwise(const DepthwiseParams& p, cudaStream_t stream);
 

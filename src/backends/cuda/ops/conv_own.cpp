@@ -42,6 +42,8 @@ class OwnConvStep : public Step {
     if (kind == Kind::kIm2col) col_ptr_ = b.ptr(col);
     run_epilogue_ = !(epilogue.instrs.empty() && epilogue.out == y.ref && epilogue.out_dtype == y.dtype &&
                       epilogue.inputs.size() == 1);
+    dw.epi = k::DwEpilogue();
+    if (run_epilogue_ && kind == Kind::kDepthwise && fuse_into_depthwise(b, &dw.epi)) run_epilogue_ = false;
     if (run_epilogue_) RETURN_IF_ERROR(epilogue.to_params(b, &epi_params_));
     return Status::ok();
   }
@@ -73,7 +75,7 @@ class OwnConvStep : public Step {
   }
 
   unsigned calls() const override {
-    if (kind == Kind::kDepthwise) return kCallsOwnKernels;
+    if (kind == Kind::kDepthwise) return kCallsOwnKernels;  // the epilogue fused or not
     if (kind == Kind::kIm2col) return kCallsCublas | kCallsOwnKernels;
     return kCallsCublas | (run_epilogue_ ? kCallsOwnKernels : 0u);
   }
@@ -81,6 +83,35 @@ class OwnConvStep : public Step {
   EwProgram* program() override { return &epilogue; }
 
  private:
+  // The epilogue into the depthwise kernel (k::DwEpilogue): the program reads the raw output as its accumulator over
+  // the output's own index space, and every other operand is one value per channel or one value in all.
+  bool fuse_into_depthwise(const Bindings& b, k::DwEpilogue* e) const {
+    if (epilogue.acc_src != 0 || !(epilogue.inputs[0].ref == y.ref) || epilogue.inputs[0].dtype != y.dtype ||
+        epilogue.shape != y.shape || y.shape.size() != 4 || epilogue.instrs.empty() ||
+        epilogue.instrs.size() > static_cast<size_t>(k::kEwMaxInstrs) ||
+        epilogue.inputs.size() > static_cast<size_t>(k::kEwMaxInputs)) {
+      return false;
+    }
+    const int64_t channels = y.shape[1];
+    for (size_t i = 1; i < epilogue.inputs.size(); ++i) {
+      const auto& in = epilogue.inputs[i];
+      if (in.dtype != DType::kF32 && in.dtype != DType::kF16) return false;
+      Shape s = in.shape;
+      if (s.size() > 4) return false;
+      s.insert(s.begin(), 4 - s.size(), 1);
+      const bool one = shape_numel(s) == 1;
+      if (!one && !(s[0] == 1 && s[1] == channels && s[2] == 1 && s[3] == 1)) return false;
+      e->in[i] = b.ptr(in.ref);
+      e->in_dt[i] = to_kdt(in.dtype);
+      e->per_channel[i] = !one;
+    }
+    e->n_instrs = static_cast<int>(epilogue.instrs.size());
+    for (size_t j = 0; j < epilogue.instrs.size(); ++j) e->ins[j] = epilogue.instrs[j];
+    e->out = b.ptr(epilogue.out);
+    e->out_dt = to_kdt(epilogue.out_dtype);
+    return true;
+  }
+
   Status enqueue_im2col(const ExecContext& ctx) const {
     const float one = 1.f, zero = 0.f;
     const cudaDataType_t t = y.dtype == DType::kF16 ? CUDA_R_16F : CUDA_R_32F;

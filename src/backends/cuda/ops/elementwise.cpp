@@ -86,6 +86,10 @@ Status EwProgram::to_params(const Bindings& b, k::EwParams* p) const {
     in.dt = to_kdt(inputs[i].dtype);
     in.contiguous = shape_numel(inputs[i].shape) == n;
     for (int d = 0; d < p->rank; ++d) in.strides[d] = cst[i][d];
+    in.lo = p->rank;  // a scalar reads its one element
+    for (int d = p->rank - 1; d >= 0; --d) {
+      if (in.strides[d] != 0) in.lo = d;
+    }
   }
   p->acc_src = acc_src;
   p->n_instrs = static_cast<int>(instrs.size());

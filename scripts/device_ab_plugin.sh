@@ -1,0 +1,114 @@
+#!/bin/bash
+# A CUDA plugin against a base one in the same `device` run (issue 13 levers): the CUDA tests with the new plugin;
+# `bench` with each plugin, alternating, ROUNDS rounds, with the default runs in flight and one at a time, on synth-dev
+# and sroie-dev; `ocr` with each, compared line by line (text, box, score) and scored; and the per-op device profile
+# (STEADYOCR_CUDA_PROFILE_OPS, graph replays) of both. Summary: $OUT/summary.txt; logs and JSON: $OUT/ab.tgz.
+#
+# Bundle: scripts/slim_bundle.py .devbundle build/steadyocr build/libsteadyocr_cuda13.so build/tests/test_backends \
+#   -- models ../shared/data/synth-dev ../shared/data/sroie-dev ../shared/tools/ocr_eval.py ../shared/data/golden \
+#   BASE_DIR   (BASE_DIR holds the base libsteadyocr_cuda13.so; its folder name is BASE below)
+# Device (repo root, carry [".devbundle"]): BASE=plugin_base scripts/device_ab_plugin.sh
+#   (PARTS="tests bench ocr profile", ROUNDS=2, REPEAT=3, SETS, CONCS="default 1")
+set -uo pipefail
+PARTS=${PARTS:-tests bench ocr profile}
+ROUNDS=${ROUNDS:-2}
+REPEAT=${REPEAT:-3}
+SETS=${SETS:-synth-dev sroie-dev}
+CONCS=${CONCS:-default 1}
+BASE=${BASE:-plugin_base}
+want() { [[ " $PARTS " == *" $1 "* ]]; }
+REPO=$PWD
+export OUT=${OUT:-/tmp/ab_out}
+R=/tmp/ab
+rm -rf "$R" /tmp/bundle && mkdir -p "$OUT" "$R"
+tar xzf .devbundle/bundle.tgz -C /tmp || exit 2
+cd /tmp/bundle || exit 2
+F=$PWD/files
+S=$OUT/summary.txt
+echo "# device_ab_plugin $(date -u +%Y-%m-%dT%H:%M:%SZ); $(nvidia-smi --query-gpu=name,driver_version \
+  --format=csv,noheader); $(nproc) cores" | tee -a "$S"
+plugin_flag() { [ "$1" = base ] && echo "--cuda-plugin $F/$BASE/libsteadyocr_cuda13.so"; }
+
+if want tests; then
+  STEADYOCR_MODELS=$F/models STEADYOCR_SHARED_DATA=$F STEADYOCR_TEST_DATA=$REPO/tests/data ./env.sh bin/test_backends \
+    --gtest_filter='Cuda*:*Cuda*:*cuda*' >"$R/tests.log" 2>&1
+  echo "CUDA tests (test_backends Cuda*:*Cuda*:*cuda*): exit $?; $(grep -E '^\[  (PASSED|FAILED)  \]|tests? from .* ran|^\[  SKIPPED \] [0-9]' \
+    "$R/tests.log" | tr '\n' ' ')" | tee -a "$S"
+  grep -E '^\[  FAILED  \]' "$R/tests.log" | head -20 | tee -a "$S"
+fi
+
+if want bench; then
+  for round in $(seq "$ROUNDS"); do
+    for set in $SETS; do
+      for c in $CONCS; do
+        for which in base new; do
+          [ $((round % 2)) = 0 ] && which=$([ $which = base ] && echo new || echo base)  # swap the order
+          tag=bench_r${round}_${set}_c${c}_$which
+          conc=""
+          [ "$c" != default ] && conc="STEADYOCR_WORKER_CONCURRENCY=$c"
+          env $conc ./env.sh bin/steadyocr bench "$F/$set" --models "$F/models" --backend cuda-fp32 --require-gpu \
+            --warmup 1 --repeat "$REPEAT" --json $(plugin_flag $which) >"$R/$tag.json" 2>"$R/$tag.log"
+          rc=$?
+          python3 - "$R/$tag.json" "$tag" "$rc" <<'EOF' | tee -a "$S"
+import json, sys
+path, tag, rc = sys.argv[1:4]
+try:
+    r = json.load(open(path))
+except Exception as e:
+    print(f"{tag}: exit {rc}, no result ({e})"); sys.exit()
+t = r["stage_ms"]["total"]
+tt = r.get("time_table_ms", {})
+dev = {m: tt.get(m, {}).get("compute", 0) for m in ("det", "rec", "cls")}
+print(f"{tag}: exit {rc}, {r['images_per_s']:.1f} images/s, p50 {t['median']:.1f} / p99 {t['p99']:.1f} ms, "
+      f"first pass {r['first_pass_ms']:.0f} ms, failed {r['failed']}, device compute ms/image "
+      + " ".join(f"{k} {v:.2f}" for k, v in dev.items()))
+EOF
+        done
+      done
+    done
+  done
+fi
+
+if want ocr; then
+  for set in $SETS; do
+    flags=""
+    [ "$set" = sroie-dev ] && flags="--ignore-case"
+    for which in base new; do
+      tag=ocr_${set}_$which
+      ./env.sh bin/steadyocr ocr "$F/$set" --models "$F/models" --backend cuda-fp32 --require-gpu $(plugin_flag $which) \
+        --format json -o "$R/$tag.json" 2>"$R/$tag.log"
+      echo "$tag: exit $?; $(python3 "$F/ocr_eval.py" "$F/$set/labels.txt" "$R/$tag.json" $flags 2>&1 | tail -3 |
+        tr '\n' ' ')" | tee -a "$S"
+    done
+    python3 - "$R/ocr_${set}_base.json" "$R/ocr_${set}_new.json" "$set" <<'EOF' | tee -a "$S"
+import json, sys
+def lines(p):
+    d = json.load(open(p))
+    return [(f, l.get("text"), json.dumps(l.get("box")), round(l.get("score", 0), 6))
+            for f in sorted(d) for l in d[f].get("lines", [])]
+try:
+    a, b = lines(sys.argv[1]), lines(sys.argv[2])
+    same = sum(1 for x, y in zip(a, b) if x[:3] == y[:3])
+    score = sum(1 for x, y in zip(a, b) if x == y)
+    print(f"{sys.argv[3]}: {len(a)} / {len(b)} lines, {same} identical (text and box), {score} with the same score "
+          "(6 decimals), base against new")
+except Exception as e:
+    print(f"{sys.argv[3]}: compare failed ({e})")
+EOF
+  done
+fi
+
+if want profile; then
+  for which in base new; do
+    STEADYOCR_WORKER_CONCURRENCY=1 STEADYOCR_CUDA_PROFILE_OPS=3 ./env.sh bin/steadyocr --log-level info bench \
+      "$F/synth-dev" --models "$F/models" --backend cuda-fp32 --require-gpu --warmup 1 --repeat 2 --json \
+      $(plugin_flag $which) >"$R/profile_$which.json" 2>"$R/profile_$which.log"
+    echo "profile $which: exit $?" | tee -a "$S"
+    for role in det rec cls; do
+      grep "op profile $role " "$R/profile_$which.log" | tail -1 | sed 's/.*op profile/  op profile/' | cut -c1-1200 |
+        tee -a "$S"
+    done
+  done
+fi
+tar czf "$OUT/ab.tgz" -C "$R" . 2>/dev/null
+cat "$S"
