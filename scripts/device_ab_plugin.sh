@@ -27,7 +27,15 @@ F=$PWD/files
 S=$OUT/summary.txt
 echo "# device_ab_plugin $(date -u +%Y-%m-%dT%H:%M:%SZ); $(nvidia-smi --query-gpu=name,driver_version \
   --format=csv,noheader); $(nproc) cores" | tee -a "$S"
-plugin_flag() { [ "$1" = base ] && echo "--cuda-plugin $F/$BASE/libsteadyocr_cuda13.so"; }
+# Variants: base (the base plugin), new (this build's), newhost (this build's with --host-normalize, which isolates the
+# plugin from the detector's byte input).
+VARIANTS=${VARIANTS:-base new newhost}
+plugin_flag() {
+  case $1 in
+    base) echo "--cuda-plugin $F/$BASE/libsteadyocr_cuda13.so" ;;
+    newhost) echo "--host-normalize" ;;
+  esac
+}
 
 if want tests; then
   STEADYOCR_MODELS=$F/models STEADYOCR_SHARED_DATA=$F STEADYOCR_TEST_DATA=$REPO/tests/data ./env.sh bin/test_backends \
@@ -41,8 +49,9 @@ if want bench; then
   for round in $(seq "$ROUNDS"); do
     for set in $SETS; do
       for c in $CONCS; do
-        for which in base new; do
-          [ $((round % 2)) = 0 ] && which=$([ $which = base ] && echo new || echo base)  # swap the order
+        order=$VARIANTS
+        [ $((round % 2)) = 0 ] && order=$(echo $VARIANTS | tr ' ' '\n' | tac | tr '\n' ' ')  # the other way round
+        for which in $order; do
           tag=bench_r${round}_${set}_c${c}_$which
           conc=""
           [ "$c" != default ] && conc="STEADYOCR_WORKER_CONCURRENCY=$c"
@@ -61,7 +70,8 @@ tt = r.get("time_table_ms", {})
 dev = {m: tt.get(m, {}).get("compute", 0) for m in ("det", "rec", "cls")}
 print(f"{tag}: exit {rc}, {r['images_per_s']:.1f} images/s, p50 {t['median']:.1f} / p99 {t['p99']:.1f} ms, "
       f"first pass {r['first_pass_ms']:.0f} ms, failed {r['failed']}, device compute ms/image "
-      + " ".join(f"{k} {v:.2f}" for k, v in dev.items()))
+      + " ".join(f"{k} {v:.2f}" for k, v in dev.items()) + "; det prep/staging/upload "
+      + "/".join(f"{tt.get('det', {}).get(k, 0):.2f}" for k in ("prep", "staging", "upload")))
 EOF
         done
       done
@@ -73,14 +83,15 @@ if want ocr; then
   for set in $SETS; do
     flags=""
     [ "$set" = sroie-dev ] && flags="--ignore-case"
-    for which in base new; do
+    for which in $VARIANTS; do
       tag=ocr_${set}_$which
       ./env.sh bin/steadyocr ocr "$F/$set" --models "$F/models" --backend cuda-fp32 --require-gpu $(plugin_flag $which) \
         --format json -o "$R/$tag.json" 2>"$R/$tag.log"
       echo "$tag: exit $?; $(python3 "$F/ocr_eval.py" "$F/$set/labels.txt" "$R/$tag.json" $flags 2>&1 | tail -3 |
         tr '\n' ' ')" | tee -a "$S"
     done
-    python3 - "$R/ocr_${set}_base.json" "$R/ocr_${set}_new.json" "$set" <<'EOF' | tee -a "$S"
+    for pair in base:new newhost:new; do
+    python3 - "$R/ocr_${set}_${pair%%:*}.json" "$R/ocr_${set}_${pair##*:}.json" "$set" "$pair" <<'EOF' | tee -a "$S"
 import json, sys
 def lines(p):
     d = json.load(open(p))
@@ -91,15 +102,16 @@ try:
     same = sum(1 for x, y in zip(a, b) if x[:3] == y[:3])
     score = sum(1 for x, y in zip(a, b) if x == y)
     print(f"{sys.argv[3]}: {len(a)} / {len(b)} lines, {same} identical (text and box), {score} with the same score "
-          "(6 decimals), base against new")
+          f"(6 decimals), {sys.argv[4].replace(':', ' against ')}")
 except Exception as e:
     print(f"{sys.argv[3]}: compare failed ({e})")
 EOF
+    done
   done
 fi
 
 if want profile; then
-  for which in base new; do
+  for which in base new; do  # the device's steps (new: the detector starts with ImageLut)
     STEADYOCR_WORKER_CONCURRENCY=1 STEADYOCR_CUDA_PROFILE_OPS=3 ./env.sh bin/steadyocr --log-level info bench \
       "$F/synth-dev" --models "$F/models" --backend cuda-fp32 --require-gpu --warmup 1 --repeat 2 --json \
       $(plugin_flag $which) >"$R/profile_$which.json" 2>"$R/profile_$which.log"

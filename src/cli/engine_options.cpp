@@ -55,6 +55,9 @@ void add_engine_flags(CLI::App* app, EngineArgs* args) {
   app->add_flag("--host-ctc", args->host_ctc,
                 "GPU backends: bring every class's probability back and pick the best on the host, instead of only "
                 "each step's best (same results; for comparison)");
+  app->add_flag("--host-normalize", args->host_normalize,
+                "GPU backends: normalise the detector's input on the host and send floats, instead of the picture's "
+                "bytes normalised on the device (same results; for comparison)");
   app->add_option("--det-limit-side", args->det_limit_side, "Longer side of the detection input")
       ->check(CLI::Range(32, 8192))
       ->capture_default_str();
@@ -156,6 +159,7 @@ Result<EngineOptions> engine_options_from(const EngineArgs& a) {
   opts.det_limit_side = a.det_limit_side;
   opts.plan_cache = a.plan_cache;
   opts.rec_top1 = !a.host_ctc;
+  opts.det_device_normalize = !a.host_normalize;
   opts.db.thresh = a.det_thresh;
   opts.db.box_thresh = a.det_box_thresh;
   opts.db.unclip_ratio = a.unclip_ratio;

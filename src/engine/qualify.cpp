@@ -28,11 +28,12 @@ Tensor self_test_input(const Shape& shape, uint32_t seed) {
 
 // The detector's self-test input: two lines of dark text on white, preprocessed like a page. On noise the detector's
 // map is ~0 everywhere (sigmoid saturated), where a relative error measures nothing; text gives it a real map.
-Tensor det_self_test_input() {
+// `kind`: the host's floats, or the bytes for a detector that normalises on its backend (ImageLut).
+Tensor det_self_test_input(pipeline::DetTensor kind = pipeline::DetTensor::kNormalized) {
   cv::Mat page(96, 320, CV_8UC3, cv::Scalar(245, 245, 245));
   cv::putText(page, "steadyocr 2026", {10, 38}, cv::FONT_HERSHEY_SIMPLEX, 1.0, cv::Scalar(20, 20, 20), 2, cv::LINE_AA);
   cv::putText(page, "self-test 0123", {10, 80}, cv::FONT_HERSHEY_DUPLEX, 0.9, cv::Scalar(40, 30, 30), 2, cv::LINE_AA);
-  return pipeline::det_preprocess(page, 320).tensor;
+  return pipeline::det_preprocess(page, 320, 0, kind).tensor;
 }
 
 // The self-test's failure: the finding names the doctor's level that finds the kernel at fault.
@@ -47,7 +48,9 @@ Status self_test_mismatch(const std::string& msg) {
 Status self_test_model(const std::string& stage, runtime::Model& model, const Shape& shape, double tolerance,
                        std::string* summary) {
   Tensor x = stage == "det" ? det_self_test_input() : self_test_input(shape, 20261130);
-  ASSIGN_OR_RETURN(Tensor got, model.run(x));
+  // A detector that takes bytes gets the same page as bytes; the reference reads the host's floats of it.
+  const bool bytes = stage == "det" && model.options().image_lut.defined();
+  ASSIGN_OR_RETURN(Tensor got, model.run(bytes ? det_self_test_input(pipeline::DetTensor::kBytes) : x));
   auto ref_model = runtime::Model::load(model.path(), std::shared_ptr<Backend>(make_reference_backend()));
   if (!ref_model.is_ok()) return ref_model.status();
   ASSIGN_OR_RETURN(Tensor want, (*ref_model)->run(x));
@@ -86,7 +89,7 @@ Status self_test_model(const std::string& stage, runtime::Model& model, const Sh
   if (stage == "det") {
     int64_t text = 0;
     for (int64_t i = 0; i < want.numel(); ++i) text += want.data<float>()[i] > 0.3f;
-    *summary += fmt::format(", {} text pixels", text);
+    *summary += fmt::format(", {} text pixels{}", text, bytes ? ", from the picture's bytes" : "");
   }
   *summary += "); ";
   if (!(e <= tolerance)) {

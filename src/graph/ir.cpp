@@ -21,7 +21,7 @@ constexpr const char* kOpNames[] = {"Conv",        "ConvTranspose", "BatchNormal
                                     "MatMul",      "Softmax",       "ReduceMean",
                                     "Squeeze",     "Unsqueeze",     "Shape",
                                     "Cast",        "Slice",         "LayerNormalization",
-                                    "Top1",        "Identity"};
+                                    "Top1",        "ImageLut",      "Identity"};
 static_assert(sizeof(kOpNames) / sizeof(kOpNames[0]) == static_cast<size_t>(OpKind::kCount));
 
 }  // namespace

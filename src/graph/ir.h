@@ -50,6 +50,10 @@ enum class OpKind : uint8_t {
   // first on ties) as f32 (exact below 2^24). Appended to the recogniser by the runtime (ModelOptions::top1_output)
   // so that only what the CTC decoder reads leaves the device.
   kTop1,
+  // steadyocr's own, no ONNX op: in x u8 [N, H, W, C] (a picture as decoded, channels last), lut f32 [C, 256];
+  // y f32 [N, C, H, W] = lut[c][x[n, h, w, c]]. Prepended to the detector by the runtime (ModelOptions::image_lut) so
+  // that a picture crosses to the device as bytes and is normalised there, with the host's own table (the same floats).
+  kImageLut,
   kIdentity,
   kCount
 };

@@ -600,6 +600,18 @@ Status infer_node(Node& node) {
         set_out(node, std::move(s), DType::kF32);
         return Status::ok();
       }
+      case OpKind::kImageLut: {
+        RETURN_IF_ERROR(need_inputs(node, 2));
+        const Value* x = node.input(0);
+        const Value* lut = node.input(1);
+        if (x->dtype != DType::kU8 || x->shape.size() != 4) return fail(node, "needs a u8 [N, H, W, C] picture");
+        if (lut->dtype != DType::kF32 || lut->shape.size() != 2 || lut->shape[1] != 256 ||
+            (x->shape[3] >= 0 && lut->shape[0] != x->shape[3])) {
+          return fail(node, "needs an f32 [C, 256] table, one row per channel of the picture");
+        }
+        set_out(node, {x->shape[0], lut->shape[0], x->shape[1], x->shape[2]}, DType::kF32);
+        return Status::ok();
+      }
       case OpKind::kCount:
         break;
     }

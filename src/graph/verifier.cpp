@@ -34,6 +34,7 @@ Arity arity(OpKind op) {
     case OpKind::kDiv:
     case OpKind::kPow:
     case OpKind::kMatMul:
+    case OpKind::kImageLut:
       return {2, 2};
     case OpKind::kConcat:
       return {1, SIZE_MAX};

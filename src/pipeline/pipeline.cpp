@@ -84,7 +84,12 @@ Result<std::unique_ptr<Pipeline>> Pipeline::load(const ModelPaths& paths, std::s
   std::shared_ptr<runtime::Runner> det, rec, cls;
   Dictionary dict;
   if (opts.mode != OcrMode::kRecOnly) {
-    ASSIGN_OR_RETURN(std::unique_ptr<runtime::Model> m, load_model("det", paths.det, backend, model_options));
+    runtime::ModelOptions det_options = model_options;
+    // On a device the picture's bytes cross and are normalised there, where the backend runs ImageLut (a padded
+    // bucket would need zeros after normalisation, which no byte gives: --det-bucket keeps the host's floats).
+    if (device && opts.det_device_normalize && opts.det_bucket == 0) det_options.image_lut = det_normalize_table();
+    ASSIGN_OR_RETURN(std::unique_ptr<runtime::Model> m, load_model("det", paths.det, backend, det_options));
+    opts.det_bytes = m->options().image_lut.defined();
     det = wrapped("det", std::move(m));
   }
   if (opts.mode != OcrMode::kDetOnly) {
@@ -185,7 +190,8 @@ std::string Pipeline::backend_name() const {
 Status Pipeline::detect(Work& w) const {
   if (!det_) return internal_error("pipeline built without a detection model");
   Stopwatch sw;
-  DetInput in = det_preprocess(*w.image, w.opts.det_limit_side, w.opts.det_bucket);
+  DetInput in = det_preprocess(*w.image, w.opts.det_limit_side, w.opts.det_bucket,
+                               options_.det_bytes ? DetTensor::kBytes : DetTensor::kNormalized);
   w.result.profile.det.prep = sw.elapsed_ms();
   runtime::CallInfo call;
   ASSIGN_OR_RETURN(w.prob, det_->run_call(in.tensor, &call));

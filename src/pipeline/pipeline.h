@@ -66,6 +66,12 @@ struct PipelineOptions {
   // kDevice: the recogniser returns each step's top-1 pair, decoded as the full probabilities would be (where the
   // backend runs Top1); false: every class's probability comes back and the host picks (--host-ctc, to compare).
   bool rec_top1 = true;
+  // kDevice: the detector takes the resized picture's bytes and normalises them on the backend with the host's table
+  // (the same floats) where the backend runs ImageLut and --det-bucket is 0; false: the host normalises
+  // (--host-normalize, to compare).
+  bool det_device_normalize = true;
+  // Set by load: the detector model takes bytes (u8 [1, H, W, 3]); not an option.
+  bool det_bytes = false;
   bool warm_up = true;            // kDevice: plan the bucketed det/rec shapes at load
   int warm_rec_max_width = 1280;  // kDevice: widest recognition bucket planned at load (wider ones on demand)
   // Batching across concurrent calls (runtime/batching.h): model runs of one shape that arrive while that shape's

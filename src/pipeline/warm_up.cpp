@@ -89,8 +89,10 @@ Status warm_up_models(runtime::Model* det, runtime::Model* rec, const PipelineOp
     const Job& j = jobs[i];
     Tensor input;
     if (j.model == det) {
+      // The warm shapes are the detector's f32 [1, 3, H, W] buckets (--det-bucket); bytes only go without a bucket.
       DetInput in = det_preprocess(synthetic_page(static_cast<int>(j.shape[3]), static_cast<int>(j.shape[2])),
-                                   options.det_limit_side, options.det_bucket);
+                                   options.det_limit_side, options.det_bucket,
+                                   options.det_bytes ? DetTensor::kBytes : DetTensor::kNormalized);
       input = in.tensor;
     } else {
       const int n = static_cast<int>(j.shape[0]), h = static_cast<int>(j.shape[2]), w = static_cast<int>(j.shape[3]);

@@ -60,6 +60,35 @@ Status append_top1(graph::Graph& g, const Backend& backend) {
   return Status::ok();
 }
 
+Status prepend_image_lut(graph::Graph& g, const Tensor& lut, const Backend& backend) {
+  graph::Value* x = g.inputs().at(0);
+  if (lut.dtype() != DType::kF32 || lut.rank() != 2 || lut.dim(1) != 256) {
+    return invalid_argument("an image table is f32 [C, 256], got " + lut.describe());
+  }
+  if (x->dtype != DType::kF32 || x->shape.size() != 4 || (x->shape[1] >= 0 && x->shape[1] != lut.dim(0))) {
+    return invalid_argument("the model's input is " + std::string(dtype_name(x->dtype)) + "[" + shape_str(x->shape) +
+                            "]; bytes through a table of " + std::to_string(lut.dim(0)) + " channels need f32 [N, " +
+                            std::to_string(lut.dim(0)) + ", H, W]");
+  }
+  const Shape s = x->shape;
+  graph::Value* bytes = g.add_value(g.unique_name(x->name + ".u8"), DType::kU8, {s[0], s[2], s[3], lut.dim(0)});
+  graph::Value* table = g.add_constant(g.unique_name("steadyocr.image_lut"), lut);
+  graph::Node* n = g.add_node(graph::OpKind::kImageLut, g.unique_name("steadyocr.ImageLut"), {bytes, table}, {x});
+  if (!backend.supports(*n)) {
+    g.remove_node(n);
+    g.remove_dead();
+    return unsupported("backend " + backend.name() +
+                       " does not run ImageLut (the picture would be normalised on "
+                       "the host anyway)");
+  }
+  g.inputs()[0] = bytes;
+  return Status::ok();
+}
+
+DType model_input_dtype(const graph::Graph& g) {
+  return g.inputs().at(0)->dtype;
+}
+
 graph::PassOptions reference_pass_options(graph::PassOptions options) {
   options.evaluate = run_node_reference;
   return options;
@@ -80,6 +109,14 @@ Result<std::unique_ptr<Model>> Model::load(const std::string& path, std::shared_
       if (top.code() != StatusCode::kUnsupported) return top.with_context("loading " + path);
       log::info("runtime", "{}: {}; the full output comes back to the host", path, top.message());
       options.top1_output = false;
+    }
+  }
+  if (options.image_lut.defined()) {
+    Status lut = prepend_image_lut(g, options.image_lut, *backend);
+    if (!lut.is_ok()) {
+      if (lut.code() != StatusCode::kUnsupported) return lut.with_context("loading " + path);
+      log::info("runtime", "{}: {}; pictures are normalised on the host", path, lut.message());
+      options.image_lut = Tensor();
     }
   }
   std::unique_ptr<Model> m(new Model());
@@ -111,10 +148,16 @@ void Model::prepare_generic_graph() {
     RETURN_IF_ERROR(graph::specialize(fast, {probe}, options_.passes));
     RETURN_IF_ERROR(graph::optimize(fast, options_.passes));
     if (fast.node_count() != plain.node_count() || fast.op_histogram() != plain.op_histogram()) return false;
-    Tensor x = Tensor::empty(DType::kF32, probe);
+    Tensor x = Tensor::empty(model_input_dtype(graph_), probe);
     std::mt19937 rng(7);
     std::uniform_real_distribution<float> u(-1.f, 1.f);
-    for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = u(rng);
+    for (int64_t i = 0; i < x.numel(); ++i) {
+      if (x.dtype() == DType::kU8) {
+        x.data<uint8_t>()[i] = static_cast<uint8_t>(rng() & 0xff);
+      } else {
+        x.data<float>()[i] = u(rng);
+      }
+    }
     ASSIGN_OR_RETURN(Tensor a, run_on_reference(plain, x));
     ASSIGN_OR_RETURN(Tensor b, run_on_reference(fast, x));
     if (a.dtype() != DType::kF32 || b.dtype() != DType::kF32) return false;
@@ -272,8 +315,9 @@ CallProfile& CallProfile::operator+=(const CallProfile& o) {
 }
 
 Result<Tensor> Model::run_call(const Tensor& input, CallInfo* info) {
-  if (input.dtype() != DType::kF32) {
-    return invalid_argument(std::string("model input must be f32, got ") + dtype_name(input.dtype()));
+  if (input.dtype() != model_input_dtype(graph_)) {
+    return invalid_argument(std::string("model input must be ") + dtype_name(model_input_dtype(graph_)) + ", got " +
+                            dtype_name(input.dtype()));
   }
   CallProfile profile;
   Stopwatch sw;

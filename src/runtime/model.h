@@ -40,6 +40,12 @@ struct ModelOptions {
   // only these: C = 6625 classes stay on the device. Only where the backend runs Top1 itself (Model::load refuses
   // otherwise: it would cross through host memory and gain nothing; Model::options() then says false).
   bool top1_output = false;
+  // Prepends an ImageLut node (graph/ir.h) with this table (f32 [C, 256]) to the model's input: the model then takes
+  // the picture's bytes, u8 [N, H, W, C], instead of f32 [N, C, H, W], and normalises them on the backend with the
+  // host's own table (the same floats). For the detector on a device: a quarter of the bytes cross, and the host's
+  // normalisation pass goes away. Only where the backend runs ImageLut (Model::load leaves it off otherwise, with an
+  // INFO line; Model::options() then holds no table).
+  Tensor image_lut;
 };
 
 // Nodes of one op kind that the model's backend declined and the runtime placed on another backend.
@@ -57,6 +63,14 @@ graph::PassOptions reference_pass_options(graph::PassOptions options = {});
 // Makes `g`'s single output the Top1 of what it was (ModelOptions::top1_output). Unsupported (and `g` unchanged)
 // when `backend` does not run Top1; invalid_argument when the output is not f32 with a last axis.
 Status append_top1(graph::Graph& g, const Backend& backend);
+
+// Makes `g`'s single input the bytes that `lut` (f32 [C, 256]) turns into what it was (ModelOptions::image_lut): the
+// input f32 [N, C, H, W] becomes u8 [N, H, W, C]. Unsupported (and `g` unchanged) when `backend` does not run
+// ImageLut; invalid_argument when the input is not f32 of rank 4 with C channels.
+Status prepend_image_lut(graph::Graph& g, const Tensor& lut, const Backend& backend);
+
+// The model's input element type: u8 with an ImageLut in front, f32 otherwise.
+DType model_input_dtype(const graph::Graph& g);
 
 struct ModelStats {
   uint64_t runs = 0;

@@ -482,6 +482,16 @@ std::vector<OpCase> make_cases() {
                  Value* x = b.input(std::move(t));
                  return b.finish({b.node(OpKind::kTop1, {}, {x}, {4, 3, 2})});
                }});
+  // ImageLut (steadyocr's own op): every byte value through the detector's table, two pictures of odd sides.
+  v.push_back({"ImageLut_det_table_every_byte", OpKind::kImageLut, [] {
+                 CaseBuilder b(24);
+                 Tensor t = Tensor::empty(DType::kU8, {2, 37, 23, 3});
+                 for (int64_t i = 0; i < t.numel(); ++i)
+                   t.data<uint8_t>()[i] = static_cast<uint8_t>((i * 97 + i / 7) & 255);
+                 Value* x = b.input(std::move(t));
+                 Value* lut = b.weight({3, 256}, -2.5f, 2.5f);
+                 return b.finish({b.node(OpKind::kImageLut, {}, {x, lut}, {2, 3, 37, 23})});
+               }});
   v.push_back({"LayerNorm_last_axis_bias", OpKind::kLayerNorm, [] {
                  CaseBuilder b(19);
                  Value* x = b.input({2, 20, 120}, -3.f, 3.f);

@@ -38,6 +38,7 @@ Status transpose_kernel(const graph::Node& node, const Inputs& in, Outputs& out)
 Status matmul_kernel(const graph::Node& node, const Inputs& in, Outputs& out);           // matmul.cpp
 Status softmax_kernel(const graph::Node& node, const Inputs& in, Outputs& out);          // softmax.cpp
 Status top1_kernel(const graph::Node& node, const Inputs& in, Outputs& out);             // top1.cpp
+Status image_lut_kernel(const graph::Node& node, const Inputs& in, Outputs& out);        // image_lut.cpp
 Status reduce_mean_kernel(const graph::Node& node, const Inputs& in, Outputs& out);      // reduce_mean.cpp
 Status layernorm_kernel(const graph::Node& node, const Inputs& in, Outputs& out);        // layernorm.cpp
 

@@ -39,6 +39,7 @@ std::array<RefKernelFn, static_cast<size_t>(OpKind::kCount)> build_table() {
   set(OpKind::kSlice, reference::slice_kernel);
   set(OpKind::kLayerNorm, reference::layernorm_kernel);
   set(OpKind::kTop1, reference::top1_kernel);
+  set(OpKind::kImageLut, reference::image_lut_kernel);
   return t;
 }
 

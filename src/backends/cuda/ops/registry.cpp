@@ -80,6 +80,7 @@ const common::OpTable<OpBuildFn>& op_table() {
           {{OpKind::kMatMul}, build_matmul, floats},
           {{OpKind::kSoftmax}, build_softmax, floats},
           {{OpKind::kTop1}, build_top1, floats},
+          {{OpKind::kImageLut}, build_image_lut},
           {{OpKind::kReduceMean}, build_reduce_mean, floats},
           {{OpKind::kShape}, build_shape},
           {{OpKind::kCast}, build_cast},

@@ -1,0 +1,95 @@
+// The detector's input as bytes (pipeline::DetTensor::kBytes, runtime::ModelOptions::image_lut): normalised on the
+// backend by the host's own table, it gives exactly what the host's floats give.
+#include <gtest/gtest.h>
+
+#include <opencv2/core.hpp>
+
+#include <cstring>
+
+#include "backends/reference/reference_backend.h"
+#include "pipeline/det_preprocess.h"
+#include "runtime/backend_registry.h"
+#include "runtime/model.h"
+#include "test_util.h"
+
+namespace steadyocr::pipeline {
+namespace {
+
+using runtime::create_backend;
+using runtime::Model;
+using runtime::model_input_dtype;
+using runtime::ModelOptions;
+
+// A detector that takes bytes (ModelOptions::image_lut, the table det_preprocess normalises with) computes, from the
+// resized picture's bytes, exactly what the plain model computes from the host's floats; the generic passes keep it;
+// a backend without ImageLut (the cpu backend) keeps the float input; a table that does not fit is refused.
+TEST(DetBytes, ImageBytesThroughTheTableAreTheHostsFloats) {
+  SO_REQUIRE_MODELS();
+  const std::string path = steadyocr::testing::models_dir() + "/ch_PP-OCRv4_det_infer.onnx";
+  std::shared_ptr<Backend> ref(make_reference_backend());
+  ModelOptions bytes;
+  bytes.image_lut = det_normalize_table();
+  bytes.reuse_generic_passes = true;
+  auto plain = Model::load(path, ref, {});
+  auto lut = Model::load(path, ref, bytes);
+  ASSERT_TRUE(plain.is_ok() && lut.is_ok()) << lut.status().to_string();
+  ASSERT_TRUE((*lut)->options().image_lut.defined());
+  EXPECT_EQ(model_input_dtype((*lut)->graph()), DType::kU8);
+  EXPECT_TRUE((*lut)->stats().generic_passes);
+  cv::Mat page(70, 150, CV_8UC3);
+  cv::randu(page, 0, 256);
+  const DetInput f = det_preprocess(page, 960);
+  const DetInput u = det_preprocess(page, 960, 0, DetTensor::kBytes);
+  ASSERT_EQ(u.tensor.shape(), (Shape{1, f.input_h, f.input_w, 3}));
+  auto a = (*plain)->run(f.tensor);
+  auto b = (*lut)->run(u.tensor);
+  ASSERT_TRUE(a.is_ok() && b.is_ok()) << b.status().to_string();
+  ASSERT_EQ(a->shape(), b->shape());
+  EXPECT_EQ(std::memcmp(a->data<float>(), b->data<float>(), a->numel() * sizeof(float)), 0)
+      << "the byte path differs: " << steadyocr::testing::compare(*b, *a).describe();
+  auto wrong = (*lut)->run(f.tensor);
+  ASSERT_FALSE(wrong.is_ok());
+  EXPECT_NE(wrong.status().message().find("must be u8"), std::string::npos) << wrong.status().to_string();
+
+  auto cpu = create_backend("cpu");
+  ASSERT_TRUE(cpu.is_ok());
+  auto on_cpu = Model::load(path, *cpu, bytes);
+  ASSERT_TRUE(on_cpu.is_ok()) << on_cpu.status().to_string();
+  EXPECT_FALSE((*on_cpu)->options().image_lut.defined());  // the cpu backend does not run ImageLut
+  EXPECT_EQ(model_input_dtype((*on_cpu)->graph()), DType::kF32);
+
+  ModelOptions bad;
+  bad.image_lut = Tensor::empty(DType::kF32, {4, 256});
+  auto refused = Model::load(path, ref, bad);
+  ASSERT_FALSE(refused.is_ok());
+  EXPECT_EQ(refused.status().code(), StatusCode::kInvalidArgument) << refused.status().to_string();
+}
+
+TEST(DetBytes, BytesAreTheResizedPictureAndTheTableIsTheNormalisation) {
+  cv::Mat page(41, 1300, CV_8UC3);
+  cv::randu(page, 0, 256);
+  const DetInput f = det_preprocess(page, 960);
+  const DetInput u = det_preprocess(page, 960, 0, DetTensor::kBytes);
+  ASSERT_EQ(u.tensor.dtype(), DType::kU8);
+  ASSERT_EQ(f.tensor.shape(), (Shape{1, 3, f.input_h, f.input_w}));
+  ASSERT_EQ(u.tensor.shape(), (Shape{1, f.input_h, f.input_w, 3}));
+  EXPECT_EQ(u.resized_h, f.resized_h);
+  EXPECT_EQ(u.resized_w, f.resized_w);
+  const Tensor lut = det_normalize_table();
+  ASSERT_EQ(lut.shape(), (Shape{3, 256}));
+  const int64_t hw = int64_t{f.input_h} * f.input_w;
+  int64_t differ = 0;
+  for (int64_t p = 0; p < hw; ++p) {
+    for (int c = 0; c < 3; ++c) {
+      const float want = f.tensor.data<float>()[c * hw + p];
+      const float got = lut.data<float>()[c * 256 + u.tensor.data<uint8_t>()[p * 3 + c]];
+      differ += std::memcmp(&want, &got, sizeof(float)) != 0;
+    }
+  }
+  EXPECT_EQ(differ, 0);
+  EXPECT_NEAR(lut.data<float>()[0], (0.f - 0.485f) / 0.229f, 1e-6);
+  EXPECT_NEAR(lut.data<float>()[2 * 256 + 255], (1.f - 0.406f) / 0.225f, 1e-6);
+}
+
+}  // namespace
+}  // namespace steadyocr::pipeline
