@@ -123,6 +123,22 @@ TEST(CudaPlugin, RefusesAbiMismatch) {
   EXPECT_NE(s.message().find(plugin_abi_tag()), std::string::npos) << s.message();
 }
 
+// The same compiler and release built from other sources: an op added to the IR (e.g. ImageLut before Identity)
+// renumbers OpKind, and such a plugin read a u8 picture's ImageLut node as Identity on the H200 (2026-12-03).
+TEST(CudaPlugin, RefusesAPluginOfAnotherOpTable) {
+  const std::string tag = plugin_abi_tag();
+  const size_t ir = tag.find(" ir-");
+  ASSERT_NE(ir, std::string::npos) << tag;
+  ASSERT_EQ(tag.size(), ir + 4 + 16) << tag;
+  std::string other = tag;
+  other.back() = other.back() == '0' ? '1' : '0';
+  SteadyocrPluginApi api = complete_table(other);
+  Status s = runtime::check_plugin_api(&api, "/x/libsteadyocr_cuda13.so");
+  ASSERT_FALSE(s.is_ok());
+  EXPECT_EQ(s.code(), StatusCode::kUnavailable);
+  EXPECT_NE(s.message().find("same build"), std::string::npos) << s.message();
+}
+
 TEST(CudaPlugin, RefusesIncompleteTableAndNull) {
   SteadyocrPluginApi api = complete_table(plugin_abi_tag());
   api.create_backend = nullptr;
