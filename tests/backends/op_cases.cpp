@@ -297,6 +297,8 @@ std::vector<OpCase> make_cases() {
                           {.c = 6, .m = 4, .kh = 3, .kw = 3, .group = 2, .act = Activation::sigmoid()}));
   v.push_back(deconv_case("ConvTranspose_k3_s1_d2_pad1021",
                           {.n = 2, .kh = 3, .kw = 3, .strides = {1, 1}, .dil = {2, 2}, .pads = {1, 0, 2, 1}}));
+  v.push_back(deconv_case("ConvTranspose_k3_s3_batch2_sigmoid",
+                          {.n = 2, .c = 6, .m = 5, .kh = 3, .kw = 3, .strides = {3, 3}, .act = Activation::sigmoid()}));
   v.push_back(deconv_case("ConvTranspose_k4_s21_dw",
                           {.c = 4, .m = 4, .kh = 4, .kw = 4, .group = 4, .strides = {2, 1}, .out_pad = {1, 0}}));
 

@@ -79,6 +79,23 @@ __device__ __forceinline__ float ew_apply(const EwInstr& ins, float a, float b) 
   return a;
 }
 
+// A fused per-channel epilogue (DwEpilogue) on one output of channel `c`: `raw` is the sum already rounded to the
+// data type.
+__device__ __forceinline__ float apply_channel_epilogue(const DwEpilogue& e, float raw, int c) {
+  float acc = raw;
+  for (int j = 0; j < e.n_instrs; ++j) {
+    const EwInstr& ins = e.ins[j];
+    float b = ins.imm;
+    if (ins.src == 0) {
+      b = raw;
+    } else if (ins.src > 0) {
+      b = load_as_float(e.in[ins.src], e.in_dt[ins.src], e.per_channel[ins.src] ? c : 0);
+    }
+    acc = ew_apply(ins, acc, b);
+  }
+  return acc;
+}
+
 constexpr int kThreads = 256;
 
 // Index type of a kernel over `n` elements: 32-bit divisions are several times cheaper than 64-bit ones (a grid-stride

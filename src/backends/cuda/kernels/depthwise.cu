@@ -38,20 +38,8 @@ __global__ void depthwise_kernel(const __grid_constant__ DepthwiseParams p, I to
       }
     }
     if constexpr (kFused) {
-      const DwEpilogue& e = p.epi;
-      const float raw = to_f(from_f<T>(acc));  // what the separate epilogue would have read back
-      acc = raw;
-      for (int j = 0; j < e.n_instrs; ++j) {
-        const EwInstr& ins = e.ins[j];
-        float b = ins.imm;
-        if (ins.src == 0) {
-          b = raw;
-        } else if (ins.src > 0) {
-          b = load_as_float(e.in[ins.src], e.in_dt[ins.src], e.per_channel[ins.src] ? c : 0);
-        }
-        acc = ew_apply(ins, acc, b);
-      }
-      store_from_float(e.out, e.out_dt, i, acc);
+      // The raw sum as the separate epilogue would have read it back.
+      store_from_float(p.epi.out, p.epi.out_dt, i, apply_channel_epilogue(p.epi, to_f(from_f<T>(acc)), c));
     } else {
       y[i] = from_f<T>(acc);
     }

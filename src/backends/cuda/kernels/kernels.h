@@ -84,9 +84,10 @@ cudaError_t launch_strided_copy(const CopyParams& p, cudaStream_t stream);
 cudaError_t launch_cast(const void* src, Dt src_dt, void* dst, Dt dst_dt, int64_t n, cudaStream_t stream);
 
 // ---- depthwise convolution (depthwise.cu): NCHW, one filter per channel, weights in the data type -------------
-// The convolution's epilogue evaluated in the same thread (fused): the raw sum, rounded to the data type as a stored
-// output would be, is the accumulator of the program's instructions; operand k is the raw sum itself (k = 0), a
-// per-channel vector (read at the output's channel) or a scalar. Programs with other operands run as their own launch.
+// The convolution's epilogue evaluated in the same thread (fused; depthwise and shuffle-deconv kernels): the raw sum,
+// rounded to the data type as a stored output would be, is the accumulator of the program's instructions; operand k
+// is the raw sum itself (k = 0), a per-channel vector (read at the output's channel) or a scalar. Programs with other
+// operands run as their own launch.
 struct DwEpilogue {
   int n_instrs = 0;  // 0: none, y holds the raw sum
   EwInstr ins[kEwMaxInstrs];
@@ -107,6 +108,20 @@ struct DepthwiseParams {
   DwEpilogue epi;  // n_instrs > 0: the output goes to epi.out after the program
 };
 cudaError_t launch_depthwise(const DepthwiseParams& p, cudaStream_t stream);
+
+// ---- transposed convolution whose kernel is its stride (deconv.cu): NCHW, group 1, no pads or dilation --------
+// Each output reads one input pixel: y[n][co][oy][ox] = sum over ci of x[n][ci][oy / sh][ox / sw] *
+// w[ci][co][oy % sh][ox % sw], then the epilogue (operands per output channel) in the same thread. The detector's
+// 2x2 stride-2 upsampling heads; no column buffer and no per-shape planning.
+struct ShuffleDeconvParams {
+  const void* x = nullptr;
+  const void* w = nullptr;  // [cin, cout, sh, sw]
+  void* y = nullptr;
+  Dt dt = Dt::kF32;
+  int n = 0, cin = 0, cout = 0, h = 0, w_in = 0, sh = 1, sw = 1;
+  DwEpilogue epi;  // n_instrs > 0: the output goes to epi.out after the program
+};
+cudaError_t launch_shuffle_deconv(const ShuffleDeconvParams& p, cudaStream_t stream);
 
 // ---- convolution without cuDNN (im2col.cu): NCHW, the GEMM is cuBLAS's -------------------------------------------
 // im2col: col[i][(c * kh + ky) * kw + kx][oy * ow + ox] = x[n0 + i][c][oy * sh - pad_t + ky * dil_h][...] (0 outside),

@@ -2,10 +2,14 @@
 // (strided batched) GEMM per batch: y[n] (K x HW) = W (K x C) * x[n] (C x HW). With cuDNN off (BackendConfig::cudnn)
 // every other convolution too: im2col (kernels/im2col.cu) then y[n]_g (K/g x OHOW) = W_g (K/g x C/g*kh*kw) *
 // col[n]_g, and transposed ones as col[n]_g (C/g*kh*kw x HW) = W_g^T * x[n]_g then col2im. All end with the same
-// fused epilogue program as the cuDNN path, so the fusion pass treats them alike.
+// fused epilogue program as the cuDNN path, so the fusion pass treats them alike. With cuDNN on, two more take the
+// own kernels (STEADYOCR_CUDA_OWN_CONV=0 gives them back to cuDNN): convolutions along W on rows of height 1
+// (im2col + GEMM) and transposed convolutions whose kernel is their stride (kernels/deconv.cu). The depthwise and
+// shuffle-deconv kernels evaluate per-channel epilogues themselves (fuse_channel_epilogue).
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <string>
 
 #include "backends/cuda/check.h"
@@ -18,6 +22,36 @@
 
 namespace steadyocr::cuda {
 namespace {
+
+// A convolution's epilogue into its own kernel (k::DwEpilogue; depthwise and shuffle deconvolution): the program reads
+// the raw output `y` as its accumulator over y's own index space, and every other operand is one value per channel or
+// one value in all. False (and `e` unused) otherwise: the epilogue runs as its own launch.
+bool fuse_channel_epilogue(const EwProgram& epilogue, const DevTensor& y, const Bindings& b, k::DwEpilogue* e) {
+  if (epilogue.acc_src != 0 || !(epilogue.inputs[0].ref == y.ref) || epilogue.inputs[0].dtype != y.dtype ||
+      epilogue.shape != y.shape || y.shape.size() != 4 || epilogue.instrs.empty() ||
+      epilogue.instrs.size() > static_cast<size_t>(k::kEwMaxInstrs) ||
+      epilogue.inputs.size() > static_cast<size_t>(k::kEwMaxInputs)) {
+    return false;
+  }
+  const int64_t channels = y.shape[1];
+  for (size_t i = 1; i < epilogue.inputs.size(); ++i) {
+    const auto& in = epilogue.inputs[i];
+    if (in.dtype != DType::kF32 && in.dtype != DType::kF16) return false;
+    Shape s = in.shape;
+    if (s.size() > 4) return false;
+    s.insert(s.begin(), 4 - s.size(), 1);
+    const bool one = shape_numel(s) == 1;
+    if (!one && !(s[0] == 1 && s[1] == channels && s[2] == 1 && s[3] == 1)) return false;
+    e->in[i] = b.ptr(in.ref);
+    e->in_dt[i] = to_kdt(in.dtype);
+    e->per_channel[i] = !one;
+  }
+  e->n_instrs = static_cast<int>(epilogue.instrs.size());
+  for (size_t j = 0; j < epilogue.instrs.size(); ++j) e->ins[j] = epilogue.instrs[j];
+  e->out = b.ptr(epilogue.out);
+  e->out_dt = to_kdt(epilogue.out_dtype);
+  return true;
+}
 
 class OwnConvStep : public Step {
  public:
@@ -43,7 +77,9 @@ class OwnConvStep : public Step {
     run_epilogue_ = !(epilogue.instrs.empty() && epilogue.out == y.ref && epilogue.out_dtype == y.dtype &&
                       epilogue.inputs.size() == 1);
     dw.epi = k::DwEpilogue();
-    if (run_epilogue_ && kind == Kind::kDepthwise && fuse_into_depthwise(b, &dw.epi)) run_epilogue_ = false;
+    if (run_epilogue_ && kind == Kind::kDepthwise && fuse_channel_epilogue(epilogue, y, b, &dw.epi)) {
+      run_epilogue_ = false;
+    }
     if (run_epilogue_) RETURN_IF_ERROR(epilogue.to_params(b, &epi_params_));
     return Status::ok();
   }
@@ -83,35 +119,6 @@ class OwnConvStep : public Step {
   EwProgram* program() override { return &epilogue; }
 
  private:
-  // The epilogue into the depthwise kernel (k::DwEpilogue): the program reads the raw output as its accumulator over
-  // the output's own index space, and every other operand is one value per channel or one value in all.
-  bool fuse_into_depthwise(const Bindings& b, k::DwEpilogue* e) const {
-    if (epilogue.acc_src != 0 || !(epilogue.inputs[0].ref == y.ref) || epilogue.inputs[0].dtype != y.dtype ||
-        epilogue.shape != y.shape || y.shape.size() != 4 || epilogue.instrs.empty() ||
-        epilogue.instrs.size() > static_cast<size_t>(k::kEwMaxInstrs) ||
-        epilogue.inputs.size() > static_cast<size_t>(k::kEwMaxInputs)) {
-      return false;
-    }
-    const int64_t channels = y.shape[1];
-    for (size_t i = 1; i < epilogue.inputs.size(); ++i) {
-      const auto& in = epilogue.inputs[i];
-      if (in.dtype != DType::kF32 && in.dtype != DType::kF16) return false;
-      Shape s = in.shape;
-      if (s.size() > 4) return false;
-      s.insert(s.begin(), 4 - s.size(), 1);
-      const bool one = shape_numel(s) == 1;
-      if (!one && !(s[0] == 1 && s[1] == channels && s[2] == 1 && s[3] == 1)) return false;
-      e->in[i] = b.ptr(in.ref);
-      e->in_dt[i] = to_kdt(in.dtype);
-      e->per_channel[i] = !one;
-    }
-    e->n_instrs = static_cast<int>(epilogue.instrs.size());
-    for (size_t j = 0; j < epilogue.instrs.size(); ++j) e->ins[j] = epilogue.instrs[j];
-    e->out = b.ptr(epilogue.out);
-    e->out_dt = to_kdt(epilogue.out_dtype);
-    return true;
-  }
-
   Status enqueue_im2col(const ExecContext& ctx) const {
     const float one = 1.f, zero = 0.f;
     const cudaDataType_t t = y.dtype == DType::kF16 ? CUDA_R_16F : CUDA_R_32F;
@@ -220,6 +227,49 @@ class OwnDeconvStep : public Step {
   bool run_epilogue_ = false;
 };
 
+// ConvTranspose whose kernel is its stride (k::launch_shuffle_deconv): one kernel, the epilogue fused where it can be.
+class ShuffleDeconvStep : public Step {
+ public:
+  DevTensor x, y;
+  BufRef w;
+  k::ShuffleDeconvParams p;
+  EwProgram epilogue;
+
+  Status bind(const Bindings& b) override {
+    p.x = b.ptr(x.ref);
+    p.w = b.ptr(w);
+    p.y = b.ptr(y.ref);
+    p.epi = k::DwEpilogue();
+    run_epilogue_ = !(epilogue.instrs.empty() && epilogue.out == y.ref && epilogue.out_dtype == y.dtype &&
+                      epilogue.inputs.size() == 1);
+    if (run_epilogue_ && fuse_channel_epilogue(epilogue, y, b, &p.epi)) run_epilogue_ = false;
+    if (run_epilogue_) RETURN_IF_ERROR(epilogue.to_params(b, &epi_params_));
+    return Status::ok();
+  }
+
+  Status enqueue(const ExecContext& ctx) const override {
+    SO_LAUNCH(k::launch_shuffle_deconv(p, ctx.stream));
+    if (run_epilogue_) SO_LAUNCH(k::launch_elementwise(epi_params_, ctx.stream));
+    return Status::ok();
+  }
+
+  void collect(std::vector<BufRef>* reads, std::vector<BufRef>* writes) const override {
+    reads->push_back(x.ref);
+    reads->push_back(w);
+    writes->push_back(y.ref);
+    for (const auto& in : epilogue.inputs) reads->push_back(in.ref);
+    writes->push_back(epilogue.out);
+  }
+
+  unsigned calls() const override { return kCallsOwnKernels; }
+
+  EwProgram* program() override { return &epilogue; }
+
+ private:
+  k::EwParams epi_params_;
+  bool run_epilogue_ = false;
+};
+
 // The convolution's geometry into a kernel's parameters (DepthwiseParams, Im2colParams: same field names); `c` is
 // the channel count the kernel iterates over, x/y the input and output of the node (for ConvTranspose too).
 template <typename P, typename Attrs>
@@ -290,8 +340,11 @@ Status build_conv_without_cudnn(PlanBuilder& b, const graph::Node& n, bool* hand
   const bool pointwise = a.group == 1 && wv->shape[1] == C && wv->shape[2] == 1 && wv->shape[3] == 1 &&
                          a.strides[0] == 1 && a.strides[1] == 1 && a.pads[0] == 0 && a.pads[1] == 0 && a.pads[2] == 0 &&
                          a.pads[3] == 0 && yv->shape[2] == xv->shape[2] && yv->shape[3] == xv->shape[3];
+  // A convolution along W alone on rows of height 1 (the recogniser's neck: 1x3 over [N, C, 1, T]): cuDNN took
+  // 0.06-0.11 ms for each (H200, 2026-12-03); im2col and one GEMM take it with the own kernels.
+  const bool line = xv->shape[2] == 1 && wv->shape[2] == 1 && yv->shape[2] == 1 && a.group == 1;
   const bool general = !depthwise && !pointwise;
-  if (general && b.use_cudnn() && !force) return Status::ok();
+  if (general && b.use_cudnn() && !force && !line) return Status::ok();
   if (wv->shape[1] * a.group != C || K % a.group != 0) {
     return invalid_argument(fmt::format("weights {} do not fit input {} with group {}", shape_str(wv->shape),
                                         shape_str(xv->shape), a.group));
@@ -335,12 +388,39 @@ Status build_conv_without_cudnn(PlanBuilder& b, const graph::Node& n, bool* hand
 
 Status build_conv_transpose_without_cudnn(PlanBuilder& b, const graph::Node& n, bool* handled, bool force) {
   *handled = false;
-  if (b.use_cudnn() && !force) return Status::ok();
   const auto& a = n.attr<graph::ConvTransposeAttrs>();
   const graph::Value* xv = n.input(0);
   const graph::Value* wv = n.input(1);
   const graph::Value* yv = n.output();
   const int64_t cin = xv->shape[1], cout = yv->shape[1];
+  // Kernel == stride, no pads, dilation, output padding or groups: every output has one input pixel (the detector's
+  // 2x2 stride-2 heads), a kernel of its own (k::launch_shuffle_deconv); cuDNN took 0.30 ms for one on a page.
+  const bool shuffle = a.group == 1 && wv->shape.size() == 4 && wv->shape[2] == a.strides[0] &&
+                       wv->shape[3] == a.strides[1] && a.dilations[0] == 1 && a.dilations[1] == 1 &&
+                       a.pads == std::array<int64_t, 4>{0, 0, 0, 0} && a.output_padding[0] == 0 &&
+                       a.output_padding[1] == 0 && yv->shape[2] == xv->shape[2] * a.strides[0] &&
+                       yv->shape[3] == xv->shape[3] * a.strides[1] && wv->shape[0] == cin && wv->shape[1] == cout;
+  if (shuffle && (b.own_conv() || force)) {
+    const DType dt = b.compute_type(n);
+    auto step = std::make_unique<ShuffleDeconvStep>();
+    ASSIGN_OR_RETURN(step->x, b.input(xv, dt));
+    ASSIGN_OR_RETURN(step->w, b.weight(wv->constant, dt));
+    ASSIGN_OR_RETURN(step->y, b.output(yv, dt));
+    k::ShuffleDeconvParams& p = step->p;
+    p.dt = to_kdt(dt);
+    p.n = static_cast<int>(xv->shape[0]);
+    p.cin = static_cast<int>(cin);
+    p.cout = static_cast<int>(cout);
+    p.h = static_cast<int>(xv->shape[2]);
+    p.w_in = static_cast<int>(xv->shape[3]);
+    p.sh = static_cast<int>(a.strides[0]);
+    p.sw = static_cast<int>(a.strides[1]);
+    RETURN_IF_ERROR(build_conv_epilogue(b, n, step->y, cout, a.act, &step->epilogue));
+    b.add_step(std::move(step), &n);
+    *handled = true;
+    return Status::ok();
+  }
+  if (b.use_cudnn() && !force) return Status::ok();
   if (wv->shape[0] != cin || wv->shape[1] * a.group != cout || cin % a.group != 0) {
     return invalid_argument(fmt::format("weights {} do not fit input {} / output {} with group {}",
                                         shape_str(wv->shape), shape_str(xv->shape), shape_str(yv->shape), a.group));
