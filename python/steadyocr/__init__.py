@@ -17,7 +17,7 @@ import numpy as _np
 # steadyocr binary does (src/cli/main.cpp), unless the user chose (GOMP_SPINCOUNT or OMP_WAIT_POLICY set, or
 # STEADYOCR_OMP_SPIN=keep). Without effect when another module loaded libgomp before.
 if not ({"GOMP_SPINCOUNT", "OMP_WAIT_POLICY"} & _os.environ.keys()) and _os.environ.get("STEADYOCR_OMP_SPIN") != "keep":
-    _os.environ["GOMP_SPINCOUNT"] = "10000"
+    _os.environ["GOMP_SPINCOUNT"] = "1000"
 
 from steadyocr import _native  # noqa: E402
 from steadyocr._errors import BackendUnavailable, Error, ImageError, ModelError
