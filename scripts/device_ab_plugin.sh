@@ -90,22 +90,10 @@ if want ocr; then
       echo "$tag: exit $?; $(python3 "$F/ocr_eval.py" "$F/$set/labels.txt" "$R/$tag.json" $flags 2>&1 | tail -3 |
         tr '\n' ' ')" | tee -a "$S"
     done
-    for pair in base:new newhost:new; do
-    python3 - "$R/ocr_${set}_${pair%%:*}.json" "$R/ocr_${set}_${pair##*:}.json" "$set" "$pair" <<'EOF' | tee -a "$S"
-import json, sys
-def lines(p):
-    d = json.load(open(p))
-    return [(f, l.get("text"), json.dumps(l.get("box")), round(l.get("score", 0), 6))
-            for f in sorted(d) for l in d[f].get("lines", [])]
-try:
-    a, b = lines(sys.argv[1]), lines(sys.argv[2])
-    same = sum(1 for x, y in zip(a, b) if x[:3] == y[:3])
-    score = sum(1 for x, y in zip(a, b) if x == y)
-    print(f"{sys.argv[3]}: {len(a)} / {len(b)} lines, {same} identical (text and box), {score} with the same score "
-          f"(6 decimals), {sys.argv[4].replace(':', ' against ')}")
-except Exception as e:
-    print(f"{sys.argv[3]}: compare failed ({e})")
-EOF
+    for v in $VARIANTS; do
+      [ "$v" = new ] && continue
+      python3 "$REPO/scripts/compare_ocr_lines.py" "$R/ocr_${set}_$v.json" "$R/ocr_${set}_new.json" "$set" \
+        "$v against new" | tee -a "$S"
     done
   done
 fi

@@ -4,6 +4,7 @@
 #include <cuda_fp16.h>
 
 #include <cstdint>
+#include <type_traits>
 
 #include "backends/cuda/kernels/kernels.h"
 
@@ -102,6 +103,16 @@ constexpr int kThreads = 256;
 // loop below 2^31 cannot pass 2^32: the stride is under 2^27).
 inline bool fits_u32(int64_t n) {
   return n < (int64_t{1} << 31);
+}
+
+// Calls launch(T{}, I{}, std::bool_constant<fused>{}) with the element type of `dt` (float or __half), the index type
+// (uint32_t when `narrow`, else int64_t) and whether a fused epilogue runs: one place for the eight instantiations a
+// conv kernel with a fused epilogue has (depthwise.cu, deconv.cu).
+template <typename Launch>
+void dispatch_conv_kernel(Dt dt, bool narrow, bool fused, Launch&& launch) {
+  auto with_fused = [&](auto t, auto i) { fused ? launch(t, i, std::true_type{}) : launch(t, i, std::false_type{}); };
+  auto with_index = [&](auto t) { narrow ? with_fused(t, uint32_t{}) : with_fused(t, int64_t{}); };
+  dt == Dt::kF16 ? with_index(__half{}) : with_index(float{});
 }
 
 // Blocks for a grid-stride loop over n elements (capped: the loop covers the rest).

@@ -35,27 +35,18 @@ __global__ void shuffle_deconv_kernel(const __grid_constant__ ShuffleDeconvParam
   }
 }
 
-template <typename T, typename I>
-void launch_typed(const ShuffleDeconvParams& p, int64_t total, cudaStream_t stream) {
-  if (p.epi.n_instrs > 0) {
-    shuffle_deconv_kernel<T, I, true><<<blocks_for(total), kThreads, 0, stream>>>(p, static_cast<I>(total));
-  } else {
-    shuffle_deconv_kernel<T, I, false><<<blocks_for(total), kThreads, 0, stream>>>(p, static_cast<I>(total));
-  }
-}
-
 }  // namespace
 
 cudaError_t launch_shuffle_deconv(const ShuffleDeconvParams& p, cudaStream_t stream) {
   const int64_t total = static_cast<int64_t>(p.n) * p.cout * p.h * p.sh * p.w_in * p.sw;
   if (total <= 0) return cudaSuccess;
   const int64_t in_total = static_cast<int64_t>(p.n) * p.cin * p.h * p.w_in;
-  const bool narrow = fits_u32(total) && fits_u32(in_total);
-  if (p.dt == Dt::kF16) {
-    narrow ? launch_typed<__half, uint32_t>(p, total, stream) : launch_typed<__half, int64_t>(p, total, stream);
-  } else {
-    narrow ? launch_typed<float, uint32_t>(p, total, stream) : launch_typed<float, int64_t>(p, total, stream);
-  }
+  dispatch_conv_kernel(p.dt, fits_u32(total) && fits_u32(in_total), p.epi.n_instrs > 0,
+                       [&](auto t, auto i, auto fused) {
+                         using I = decltype(i);
+                         shuffle_deconv_kernel<decltype(t), I, fused.value>
+                             <<<blocks_for(total), kThreads, 0, stream>>>(p, static_cast<I>(total));
+                       });
   return cudaGetLastError();
 }
 

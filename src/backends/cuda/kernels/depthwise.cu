@@ -46,15 +46,6 @@ __global__ void depthwise_kernel(const __grid_constant__ DepthwiseParams p, I to
   }
 }
 
-template <typename T, typename I>
-void launch_typed(const DepthwiseParams& p, int64_t total, cudaStream_t stream) {
-  if (p.epi.n_instrs > 0) {
-    depthwise_kernel<T, I, true><<<blocks_for(total), kThreads, 0, stream>>>(p, static_cast<I>(total));
-  } else {
-    depthwise_kernel<T, I, false><<<blocks_for(total), kThreads, 0, stream>>>(p, static_cast<I>(total));
-  }
-}
-
 }  // namespace
 
 cudaError_t launch_depthwise(const DepthwiseParams& p, cudaStream_t stream) {
@@ -62,12 +53,12 @@ cudaError_t launch_depthwise(const DepthwiseParams& p, cudaStream_t stream) {
   if (total <= 0) return cudaSuccess;
   // The input is as large as the output times the stride, at most: 32-bit offsets hold for both below 2^31.
   const int64_t in_total = static_cast<int64_t>(p.n) * p.c * p.h * p.w_in;
-  const bool narrow = fits_u32(total) && fits_u32(in_total);
-  if (p.dt == Dt::kF16) {
-    narrow ? launch_typed<__half, uint32_t>(p, total, stream) : launch_typed<__half, int64_t>(p, total, stream);
-  } else {
-    narrow ? launch_typed<float, uint32_t>(p, total, stream) : launch_typed<float, int64_t>(p, total, stream);
-  }
+  dispatch_conv_kernel(p.dt, fits_u32(total) && fits_u32(in_total), p.epi.n_instrs > 0,
+                       [&](auto t, auto i, auto fused) {
+                         using I = decltype(i);
+                         depthwise_kernel<decltype(t), I, fused.value>
+                             <<<blocks_for(total), kThreads, 0, stream>>>(p, static_cast<I>(total));
+                       });
   return cudaGetLastError();
 }
 
