@@ -41,9 +41,22 @@ inline Result<graph::Graph> optimized_model(const std::string& file, const Shape
   return g;
 }
 
-inline Result<Tensor> golden(const std::string& name) {
-  return load_npy(shared_data_dir() + "/golden/" + name + ".npy");
+inline std::string golden_path(const std::string& name) {
+  return shared_data_dir() + "/golden/" + name + ".npy";
 }
+
+inline Result<Tensor> golden(const std::string& name) {
+  return load_npy(golden_path(name));
+}
+
+// The golden tensors are shared data (../shared/data/golden): a test that needs one skips, naming the file, where the
+// shared data has none (a device bundle made without them), rather than failing.
+#define SO_REQUIRE_GOLDEN(name)                                                            \
+  do {                                                                                     \
+    if (!::steadyocr::testing::file_exists(::steadyocr::testing::golden_path(name)))       \
+      GTEST_SKIP() << ::steadyocr::testing::golden_path(name) << " not found (the golden " \
+                   << "tensors of ../shared/data/golden; set STEADYOCR_SHARED_DATA)";      \
+  } while (0)
 
 constexpr const char* kDetModel = "ch_PP-OCRv4_det_infer.onnx";
 constexpr const char* kRecModel = "ch_PP-OCRv4_rec_infer.onnx";

@@ -81,6 +81,8 @@ void check_golden(const std::string& backend_name, const Tolerance& tol) {
     SCOPED_TRACE(gc.input);
     auto model = runtime::Model::load(models_dir() + "/" + gc.model, backend);
     ASSERT_TRUE(model.is_ok()) << model.status().to_string();
+    SO_REQUIRE_GOLDEN(gc.input);
+    SO_REQUIRE_GOLDEN(gc.output);
     auto in = golden(gc.input);
     auto expect = golden(gc.output);
     ASSERT_TRUE(in.is_ok() && expect.is_ok());
@@ -134,6 +136,7 @@ void per_node(const std::string& backend_name, const char* model_file, const cha
   SO_REQUIRE_MODELS();
   SO_REQUIRE_SHARED_DATA();
   SO_CUDA_BACKEND_OR_SKIP(backend, backend_name);
+  SO_REQUIRE_GOLDEN(input_name);
   auto in = golden(input_name);
   ASSERT_TRUE(in.is_ok());
   auto g = optimized_model(model_file, in->shape());
