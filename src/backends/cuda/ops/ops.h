@@ -16,7 +16,7 @@ Status build_pool(PlanBuilder& b, const graph::Node& n);            // pool.cpp 
 Status build_resize(PlanBuilder& b, const graph::Node& n);          // resize.cpp
 Status build_softmax(PlanBuilder& b, const graph::Node& n);         // softmax.cpp
 Status build_top1(PlanBuilder& b, const graph::Node& n);            // softmax.cpp
-Status build_image_lut(PlanBuilder& b, const graph::Node& n);       // softmax.cpp
+Status build_image_lut(PlanBuilder& b, const graph::Node& n);       // image_lut.cpp
 Status build_reduce_mean(PlanBuilder& b, const graph::Node& n);     // reduce.cpp
 Status build_layernorm(PlanBuilder& b, const graph::Node& n);       // layernorm.cpp
 Status build_transpose(PlanBuilder& b, const graph::Node& n);       // transpose.cpp

@@ -1,5 +1,5 @@
-// Softmax (kernels/softmax.cu; opset < 13 flattens at `axis` and normalises over all trailing elements), Top1 and
-// ImageLut (steadyocr's own ops, graph/ir.h).
+// Softmax (kernels/softmax.cu; opset < 13 flattens at `axis` and normalises over all trailing elements) and Top1
+// (steadyocr's own op, graph/ir.h).
 #include <fmt/format.h>
 
 #include "backends/cuda/ops/ops.h"
@@ -54,36 +54,6 @@ Status build_top1(PlanBuilder& b, const graph::Node& n) {
                  },
                  [ptrs, dt, rows, len](cudaStream_t s) {
                    return k::launch_top1(ptrs->first, static_cast<float*>(ptrs->second), to_kdt(dt), rows, len, s);
-                 }),
-             &n);
-  return Status::ok();
-}
-
-Status build_image_lut(PlanBuilder& b, const graph::Node& n) {
-  const graph::Value* lut_v = n.input(1);
-  if (!lut_v || !lut_v->is_constant()) return unsupported("ImageLut needs its table as a constant");
-  ASSIGN_OR_RETURN(DevTensor x, b.input(n.input(0), DType::kU8));
-  ASSIGN_OR_RETURN(BufRef lut, b.weight(lut_v->constant, DType::kF32));
-  ASSIGN_OR_RETURN(DevTensor y, b.output(n.output(), DType::kF32));
-  if (x.shape.size() != 4 || x.shape[3] < 1 || x.shape[3] > 4) {
-    return invalid_argument(fmt::format("ImageLut needs a u8 [N, H, W, C<=4] picture, got {}", shape_str(x.shape)));
-  }
-  const int64_t batch = x.shape[0], c = x.shape[3], hw = x.shape[1] * x.shape[2];
-  struct Ptrs {
-    const void* x = nullptr;
-    const void* lut = nullptr;
-    void* y = nullptr;
-  };
-  auto ptrs = std::make_shared<Ptrs>();
-  b.add_step(std::make_unique<KernelStep>(
-                 std::vector<BufRef>{x.ref, lut}, std::vector<BufRef>{y.ref},
-                 [ptrs, x, lut, y](const Bindings& bd) {
-                   *ptrs = {bd.ptr(x.ref), bd.ptr(lut), bd.ptr(y.ref)};
-                 },
-                 [ptrs, batch, c, hw](cudaStream_t s) {
-                   return k::launch_image_lut(static_cast<const uint8_t*>(ptrs->x),
-                                              static_cast<const float*>(ptrs->lut), static_cast<float*>(ptrs->y), batch,
-                                              c, hw, s);
                  }),
              &n);
   return Status::ok();
