@@ -122,6 +122,11 @@ int64_t Admission::memory_in_flight() const {
   return running_bytes_;
 }
 
+Admission::Snapshot Admission::snapshot() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return {queued_images_, running_images_, running_bytes_, peak_bytes_};
+}
+
 int64_t Admission::memory_peak() const {
   std::lock_guard<std::mutex> lock(mu_);
   return peak_bytes_;

@@ -66,6 +66,15 @@ class Admission {
   int in_flight() const;             // images inside engine calls
   int64_t memory_in_flight() const;  // predicted bytes of the images inside engine calls
   int64_t memory_peak() const;       // the most memory_in_flight() has been
+  // The four figures above read under one lock: an image moving from the queue into the engine between two separate
+  // reads would count in both (a scrape of /metrics summing the gauges saw more images than were admitted).
+  struct Snapshot {
+    int queue_depth = 0;
+    int in_flight = 0;
+    int64_t memory_in_flight = 0;
+    int64_t memory_peak = 0;
+  };
+  Snapshot snapshot() const;
   const AdmissionOptions& options() const { return options_; }
 
  private:

@@ -29,10 +29,11 @@ void add_health_routes(httplib::Server& http, OcrService& s) {
     current_request().route = "/metrics";
     LiveFigures live;
     if (auto* a = s.admission()) {
-      live.queue_depth = a->queue_depth();
-      live.in_flight = a->in_flight();
-      live.memory_in_flight = a->memory_in_flight();
-      live.memory_peak = a->memory_peak();
+      const Admission::Snapshot now = a->snapshot();
+      live.queue_depth = now.queue_depth;
+      live.in_flight = now.in_flight;
+      live.memory_in_flight = now.memory_in_flight;
+      live.memory_peak = now.memory_peak;
     }
     live.http_active = s.http_active().load();
     live.ready = s.readiness().ready();
