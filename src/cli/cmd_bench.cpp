@@ -12,6 +12,7 @@
 
 #include "cli/commands.h"
 #include "cli/engine_options.h"
+#include "core/metrics.h"
 #include "core/parallel.h"
 #include "core/timer.h"
 #include "engine/engine.h"
@@ -52,6 +53,14 @@ constexpr const char* kJsonSchema = R"(--json prints one object:
                     its steady cost (planning, algorithm choice, allocation), averaged over the set
   fell_back         true when the ladder stepped down (at startup or during the run): the figures are then
                     not those of the backend asked for
+  gpu_memory        GPU rungs only: {after_warmup, end: {in_use, cached, mapped, mapped_peak, device_used,
+                    device_used_at_start}} in MiB, the worker's device pool after the warm-up passes (with
+                    --warmup 0: after the first timed pass) and after the last pass. in_use: given out by the pool
+                    (weights, the lanes' cuBLAS workspaces, activation arenas, leased or kept for the next runs);
+                    cached: blocks kept for reuse; mapped: what the driver's pool keeps mapped for the process,
+                    mapped_peak its high-water mark; device_used: the device's used memory (context, libraries and
+                    other processes included); device_used_at_start: the same when the backend was made. growth_pct:
+                    how much mapped grew from after the warm-up to the end
   events            [{time, from, to, reason, detail, fix, climb}] every ladder move
   workers           {rung: {starts, losses, hangs, retries}} for worker rungs that lost a worker or retried)";
 
@@ -160,6 +169,34 @@ void print_time_table(const json& t) {
       " events and overlap other images' runs; a call shared with other images counts whole for each)\n");
 }
 
+// The serving GPU rung's device memory as its worker last reported it (steadyocr_gpu_memory_bytes), MiB; null
+// where the rung reports none (cpu rungs).
+json gpu_memory_mib(const std::string& rung) {
+  json j = json::object();
+  bool any = false;
+  for (const char* state : kGpuMemoryStates) {
+    const double bytes = metrics::value("steadyocr_gpu_memory_bytes", {{"rung", rung}, {"state", state}});
+    any = any || bytes > 0;
+    j[state] = std::round(bytes / 1048576.0 * 10) / 10;
+  }
+  return any ? j : json();
+}
+
+void print_gpu_memory(const json& m) {
+  if (m.is_null()) return;
+  const json& a = m["after_warmup"];
+  const json& e = m["end"];
+  std::printf(
+      "\n%-18s %10.1f MiB mapped (peak %.1f; %.1f in use, %.1f cached); after the warm-up %.1f mapped: "
+      "%+.2f %% over the timed passes\n",
+      "device memory", e["mapped"].get<double>(), e["mapped_peak"].get<double>(), e["in_use"].get<double>(),
+      e["cached"].get<double>(), a["mapped"].get<double>(), m["growth_pct"].get<double>());
+  std::printf(
+      "%-18s %10.1f MiB used on the device (%.1f when the backend was made: context, libraries and other "
+      "processes)\n",
+      "", e["device_used"].get<double>(), e["device_used_at_start"].get<double>());
+}
+
 void print_table(const json& r) {
   std::printf("steadyocr bench: %d images, %d warm-up + %d timed passes, backend %s, %d threads\n",
               r["images"].get<int>(), r["warmup"].get<int>(), r["passes"].get<int>(),
@@ -187,6 +224,7 @@ void print_table(const json& r) {
                 r["first_pass_stage_ms"][stage]["median"].get<double>());
   }
   print_time_table(r["time_table_ms"]);
+  print_gpu_memory(r["gpu_memory"]);
   std::string used;
   for (const auto& [rung, n] : r["backends_used"].items()) {
     used += (used.empty() ? "" : ", ") + rung + " " + std::to_string(n.get<int>());
@@ -315,8 +353,13 @@ int run_bench(const BenchArgs& a) {
     if (first_pass_ms < 0) first_pass_ms = round_us(ms);
   }
   std::vector<double> pass_ms;
-  for (int i = 0; i < a.repeat; ++i) pass_ms.push_back(round_us(run_pass(true)));
+  json memory_after_warmup = a.warmup > 0 ? gpu_memory_mib(engine.current_rung()) : json();
+  for (int i = 0; i < a.repeat; ++i) {
+    pass_ms.push_back(round_us(run_pass(true)));
+    if (memory_after_warmup.is_null()) memory_after_warmup = gpu_memory_mib(engine.current_rung());
+  }
   if (first_pass_ms < 0) first_pass_ms = pass_ms.front();
+  const json memory_end = gpu_memory_mib(engine.current_rung());
 
   const double images = static_cast<double>(index.size());
   Spread pass = spread(pass_ms);
@@ -349,6 +392,14 @@ int run_bench(const BenchArgs& a) {
   r["first_pass_stage_ms"] = stages_json(first_stage_ms);
   r["time_table_ms"] = time_table.means();
   r["new_shape_ms_per_image"] = round_us((first_pass_ms - pass.median) / images);
+  if (!memory_end.is_null() && !memory_after_warmup.is_null()) {
+    const double before = memory_after_warmup["mapped"].get<double>();
+    const double growth = before > 0 ? (memory_end["mapped"].get<double>() - before) / before * 100 : 0.0;
+    r["gpu_memory"] = {
+        {"after_warmup", memory_after_warmup}, {"end", memory_end}, {"growth_pct", std::round(growth * 100) / 100}};
+  } else {
+    r["gpu_memory"] = nullptr;
+  }
   const auto events = engine.events();
   r["fell_back"] = std::any_of(events.begin(), events.end(), [](const auto& e) { return !e.climb; });
   r["events"] = json::array();

@@ -16,6 +16,11 @@
 
 namespace steadyocr::engine {
 
+// The states of steadyocr_gpu_memory_bytes that a GPU worker reports after each image (the CUDA device pool,
+// backends/cuda/device.h) and the engine's process mirrors per rung, for /metrics and bench.
+inline constexpr const char* kGpuMemoryStates[] = {"in_use",      "cached",      "mapped",
+                                                   "mapped_peak", "device_used", "device_used_at_start"};
+
 struct ImageJob {
   std::string name;
   std::vector<uint8_t> bytes;  // the encoded file

@@ -169,11 +169,13 @@ class WorkerRung : public Rung {
         }
         o.result = std::move(*res);
         if (h.contains("vis_status")) o.vis_status = status_from_json(h["vis_status"]);
-        if (h.contains("gpu_mem") && h["gpu_mem"].is_array() && h["gpu_mem"].size() == 2) {
-          metrics::set_gauge("steadyocr_gpu_memory_bytes", {{"rung", name()}, {"state", "in_use"}},
-                             h["gpu_mem"][0].get<double>());
-          metrics::set_gauge("steadyocr_gpu_memory_bytes", {{"rung", name()}, {"state", "cached"}},
-                             h["gpu_mem"][1].get<double>());
+        if (h.contains("gpu_mem") && h["gpu_mem"].is_object()) {
+          for (const char* state : kGpuMemoryStates) {
+            auto it = h["gpu_mem"].find(state);
+            if (it != h["gpu_mem"].end() && it->is_number()) {
+              metrics::set_gauge("steadyocr_gpu_memory_bytes", {{"rung", name()}, {"state", state}}, it->get<double>());
+            }
+          }
         }
         o.vis.assign(r->payload.begin() + static_cast<std::ptrdiff_t>(n), r->payload.end());
       }

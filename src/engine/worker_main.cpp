@@ -20,11 +20,19 @@ namespace steadyocr::engine {
 
 using json = nlohmann::json;
 
+// cuBLAS's own per-stream workspaces: none (worker_main).
+constexpr const char* kCublasWorkspaceConfig = ":0:0";
+
 std::string worker_config(const EngineOptions& options, const std::string& rung, bool inject) {
   return json{{"rung", rung}, {"inject_faults", inject}, {"options", options}}.dump();
 }
 
 int worker_main(const std::string& config_json) {
+  // cuBLAS gives every stream of a handle a workspace from a pool of its own, sized by CUBLAS_WORKSPACE_CONFIG. The
+  // CUDA backend sets its own workspace on every handle (the lane's, or the arena's head under a CUDA graph), so that
+  // pool only holds memory: with 16 lanes it was 1.15 GB of the H200's 5.1 GB (2026-12-03, docs/BENCHMARKS.md). Empty
+  // unless the user chose; the worker is single-threaded here, before any library reads the environment.
+  if (!std::getenv("CUBLAS_WORKSPACE_CONFIG")) ::setenv("CUBLAS_WORKSPACE_CONFIG", kCublasWorkspaceConfig, 1);
   json config = json::parse(config_json, nullptr, false);
   if (config.is_discarded() || !config.is_object() || !config.contains("options")) {
     return refuse_worker(invalid_argument("worker configuration is not the engine's JSON"));
@@ -93,8 +101,11 @@ int worker_main(const std::string& config_json) {
     json head = {{"result_bytes", payload.size()}};
     if (!reply.vis_status.is_ok()) head["vis_status"] = status_to_json(reply.vis_status);
     if (gpu) {  // the CUDA backend's device pool after this image (the engine's process mirrors it for /metrics)
-      head["gpu_mem"] = {metrics::value("steadyocr_gpu_memory_bytes", {{"device", "0"}, {"state", "in_use"}}),
-                         metrics::value("steadyocr_gpu_memory_bytes", {{"device", "0"}, {"state", "cached"}})};
+      json mem = json::object();
+      for (const char* state : kGpuMemoryStates) {
+        mem[state] = metrics::value("steadyocr_gpu_memory_bytes", {{"device", "0"}, {"state", state}});
+      }
+      head["gpu_mem"] = std::move(mem);
     }
     payload.append(reply.vis.begin(), reply.vis.end());
     return Message{head.dump(), std::move(payload)};

@@ -159,6 +159,70 @@ TEST(CudaRuntime, BudgetRefusesAPlanThatDoesNotFit) {
   EXPECT_NE(p.status().message().find("budget"), std::string::npos) << p.status().to_string();
 }
 
+// --gpu-mem is a ceiling met by waiting: 8 threads run two detector shapes at once under a budget that holds only a
+// few of their arenas. Every run succeeds (the ones that find no memory wait for an arena to come back, counted in
+// steadyocr_cuda_arena_waits_total), gives the one-at-a-time result, and what the pool holds never goes above the
+// budget.
+TEST(CudaRuntime, BudgetIsACeilingMetByWaiting) {
+  SO_REQUIRE_MODELS();
+  // Weights (~5 MiB) and 8 lanes' cuBLAS workspaces (4 MiB each) come from the same budget: ~2-3 arenas are left.
+  constexpr size_t kBudget = size_t{96} << 20;
+  std::string why;
+  auto backend = cuda_backend_or_null("cuda-fp32", &why, kBudget);
+  if (!backend) GTEST_SKIP() << "no CUDA device: " << why;
+  const Shape shapes[2] = {{1, 3, 384, 384}, {1, 3, 256, 320}};
+  runtime::ModelOptions mo;
+  mo.max_replicas = 8;  // each thread its own instance of a shape: 8 runs in flight, each wanting an arena
+  auto model = runtime::Model::load(models_dir() + "/" + kDetModel, backend, mo);
+  ASSERT_TRUE(model.is_ok()) << model.status().to_string();
+  std::vector<Tensor> inputs, expected;
+  for (int i = 0; i < 2; ++i) {  // one at a time first: the results every concurrent run must give
+    inputs.push_back(random_tensor(shapes[i], 40 + i));
+    auto y = (*model)->run(inputs[i]);
+    ASSERT_TRUE(y.is_ok()) << y.status().to_string();
+    expected.push_back(*y);
+  }
+  for (int i = 0; i < 2; ++i) ASSERT_TRUE((*model)->warm_up(inputs[i], 4, 1).is_ok());  // 4 instances of each
+  const auto gauge = [](const char* state) {
+    return metrics::value("steadyocr_gpu_memory_bytes", {{"device", "0"}, {"state", state}});
+  };
+  const double waits = metrics::total("steadyocr_cuda_arena_waits_total");
+  std::atomic<int> failures{0}, mismatches{0};
+  std::atomic<double> held_peak{0}, mapped_peak{0};  // the gauges of this backend's pool (the only one running)
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&, t] {
+      for (int r = 0; r < 12; ++r) {
+        const int k = (t + r) % 2;
+        auto y = (*model)->run(inputs[k]);
+        if (!y.is_ok()) {
+          std::printf("run failed: %s\n", y.status().to_string().c_str());
+          ++failures;
+          continue;
+        }
+        if (!identical(*y, expected[k])) ++mismatches;
+        const double held = gauge("in_use") + gauge("cached"), mapped = gauge("mapped");
+        for (double cur = held_peak; held > cur && !held_peak.compare_exchange_weak(cur, held);) {
+        }
+        for (double cur = mapped_peak; mapped > cur && !mapped_peak.compare_exchange_weak(cur, mapped);) {
+        }
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  const double waited = metrics::total("steadyocr_cuda_arena_waits_total") - waits;
+  std::printf(
+      "budget %zu MiB: pool held at most %.1f MiB, the driver kept at most %.1f MiB mapped; %.0f waits for an "
+      "arena; %.0f arenas at the end\n",
+      kBudget >> 20, held_peak.load() / 1048576.0, mapped_peak.load() / 1048576.0, waited,
+      metrics::value("steadyocr_cuda_arenas", {{"device", "0"}}));
+  EXPECT_EQ(failures.load(), 0);
+  EXPECT_EQ(mismatches.load(), 0);
+  EXPECT_LE(held_peak.load(), static_cast<double>(kBudget));
+  // "mapped" is the driver's pool of the whole process, which the other tests' backends share: printed, not checked.
+  EXPECT_GT(waited, 0) << "the budget never made a run wait: it holds more arenas than the test puts in flight";
+}
+
 TEST(CudaRuntime, GraphReplayGivesTheEagerResult) {
   SO_REQUIRE_MODELS();
   SO_CUDA_BACKEND_OR_SKIP(backend, "cuda-fp32");

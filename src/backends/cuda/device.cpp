@@ -56,12 +56,15 @@ DevicePool::DevicePool(int device, size_t budget_bytes) : device_(device), budge
     (void)cudaGetLastError();
     total = 0;
   }
+  device_used_at_start_ = total - free_bytes;
   cache_cap_ = budget_ > 0 ? std::min(kMaxCachedBytes, budget_ / 4) : std::max(kMaxCachedBytes, total / 8);
   int pools = 0;
   if (total > 0 && cudaDeviceGetAttribute(&pools, cudaDevAttrMemoryPoolsSupported, device) == cudaSuccess && pools &&
       cudaStreamCreateWithFlags(&alloc_stream_, cudaStreamNonBlocking) == cudaSuccess) {
     cudaMemPool_t mp = nullptr;
-    uint64_t keep = UINT64_MAX;  // the pool keeps what it mapped; our cache and budget decide what is used
+    // Without a budget the driver's pool keeps what it mapped (our cache decides what is used); under one it gives
+    // back what is above the budget at the next synchronisation, so the budget bounds what stays mapped too.
+    uint64_t keep = budget_ > 0 ? static_cast<uint64_t>(budget_) : UINT64_MAX;
     if (cudaDeviceGetDefaultMemPool(&mp, device) != cudaSuccess ||
         cudaMemPoolSetAttribute(mp, cudaMemPoolAttrReleaseThreshold, &keep) != cudaSuccess) {
       SO_GPU_TRY(cudaStreamDestroy(alloc_stream_));
@@ -102,7 +105,25 @@ void DevicePool::prewarm(size_t bytes) {
   }
 }
 
+void DevicePool::set_reclaimer(std::function<bool()> reclaim) {
+  std::lock_guard<std::mutex> lock(mu_);
+  reclaim_ = std::move(reclaim);
+}
+
 Result<DeviceMemoryPtr> DevicePool::allocate(size_t bytes, const std::string& what) {
+  auto m = allocate_once(bytes, what);
+  if (m.is_ok() || m.status().code() != StatusCode::kResourceExhausted) return m;
+  // Over the budget: memory kept for later (the device's free activation arenas) is given back, then once more.
+  std::function<bool()> reclaim;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    reclaim = reclaim_;
+  }
+  if (!reclaim || !reclaim()) return m;
+  return allocate_once(bytes, what);
+}
+
+Result<DeviceMemoryPtr> DevicePool::allocate_once(size_t bytes, const std::string& what) {
   size_t want = bytes == 0 ? 1 : bytes;
   want = round_up(want, want < kGranule ? kSmallGranule : kGranule);
   std::unique_lock<std::mutex> lock(mu_);
@@ -200,20 +221,77 @@ size_t DevicePool::reserved() const {
   return in_use_ + cached_bytes_;
 }
 
+size_t DevicePool::mapped() const {
+  if (alloc_stream_) {
+    cudaMemPool_t mp = nullptr;
+    uint64_t v = 0;
+    if (cudaDeviceGetDefaultMemPool(&mp, device_) == cudaSuccess &&
+        cudaMemPoolGetAttribute(mp, cudaMemPoolAttrReservedMemCurrent, &v) == cudaSuccess) {
+      return static_cast<size_t>(v);
+    }
+    (void)cudaGetLastError();
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  return in_use_ + cached_bytes_;
+}
+
 void DevicePool::publish_locked() {
-  std::string dev = std::to_string(device_);
-  metrics::set_gauge("steadyocr_gpu_memory_bytes", {{"device", dev}, {"state", "in_use"}},
-                     static_cast<double>(in_use_));
-  metrics::set_gauge("steadyocr_gpu_memory_bytes", {{"device", dev}, {"state", "cached"}},
-                     static_cast<double>(cached_bytes_));
+  // Figures of the whole picture of device memory (docs/SERVING.md, steadyocr_gpu_memory_bytes): what runs hold, what
+  // our cache keeps, what the driver's pool keeps mapped for the process, its high-water mark, and the device's own
+  // used memory now and when the pool was made (the context and libraries; other processes included).
+  size_t mapped = in_use_ + cached_bytes_, mapped_peak = mapped;
+  if (alloc_stream_) {
+    cudaMemPool_t mp = nullptr;
+    uint64_t cur = 0, high = 0;
+    if (cudaDeviceGetDefaultMemPool(&mp, device_) == cudaSuccess &&
+        cudaMemPoolGetAttribute(mp, cudaMemPoolAttrReservedMemCurrent, &cur) == cudaSuccess &&
+        cudaMemPoolGetAttribute(mp, cudaMemPoolAttrReservedMemHigh, &high) == cudaSuccess) {
+      mapped = static_cast<size_t>(cur);
+      mapped_peak = static_cast<size_t>(high);
+    }
+    (void)cudaGetLastError();
+  }
+  size_t free_bytes = 0, total = 0;
+  int current = -1;
+  if (cudaGetDevice(&current) != cudaSuccess || current != device_) (void)cudaSetDevice(device_);
+  if (cudaMemGetInfo(&free_bytes, &total) != cudaSuccess) total = free_bytes = 0;
+  (void)cudaGetLastError();
+  if (current >= 0 && current != device_) (void)cudaSetDevice(current);
+  const std::string dev = std::to_string(device_);
+  auto gauge = [&](const char* state, size_t bytes) {
+    metrics::set_gauge("steadyocr_gpu_memory_bytes", {{"device", dev}, {"state", state}}, static_cast<double>(bytes));
+  };
+  gauge("in_use", in_use_);
+  gauge("cached", cached_bytes_);
+  gauge("mapped", mapped);
+  gauge("mapped_peak", mapped_peak);
+  gauge("device_used", total - free_bytes);
+  gauge("device_used_at_start", device_used_at_start_);
 }
 
 // ---- CudaDevice ------------------------------------------------------------------------------------------------
 
 CudaDevice::CudaDevice(int device, size_t budget_bytes)
-    : device_(device), pool_(std::make_shared<DevicePool>(device, budget_bytes)) {}
+    : device_(device), pool_(std::make_shared<DevicePool>(device, budget_bytes)) {
+  // Free arenas are kept for the next runs; under the budget, any allocation that does not fit takes their memory
+  // first (weights of a new plan, a new lane's workspace), instead of failing beside idle memory.
+  pool_->set_reclaimer([this] { return free_idle_arenas(); });
+}
+
+bool CudaDevice::free_idle_arenas() {
+  std::vector<Arena> idle;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    idle.swap(free_arenas_);
+    for (const Arena& a : idle) arena_bytes_ -= a.mem->bytes;
+    arenas_ -= idle.size();
+  }
+  if (!idle.empty()) metrics::inc("steadyocr_cuda_arenas_reclaimed_total", {}, static_cast<double>(idle.size()));
+  return !idle.empty();  // their memory goes back to the pool as `idle` goes
+}
 
 CudaDevice::~CudaDevice() {
+  pool_->set_reclaimer(nullptr);
   SO_GPU_TRY(cudaSetDevice(device_));
   for (auto& lane : free_lanes_) destroy_lane(&lane);
   free_lanes_.clear();
@@ -267,17 +345,36 @@ Result<DeviceMemoryPtr> CudaDevice::weight_floats(const std::vector<float>& v) {
   return weight(Tensor::from_floats({static_cast<int64_t>(v.size())}, v), DType::kF32);
 }
 
-Result<Lane> CudaDevice::acquire_lane() {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (!free_lanes_.empty()) {
-      Lane lane = std::move(free_lanes_.back());
-      free_lanes_.pop_back();
-      return lane;
+Result<Lane> CudaDevice::acquire_lane(int wait_ms) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(wait_ms);
+  Result<DeviceMemoryPtr> ws = Status::ok();
+  for (;;) {
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      if (!free_lanes_.empty()) {
+        Lane lane = std::move(free_lanes_.back());
+        free_lanes_.pop_back();
+        ++lanes_out_;
+        return lane;
+      }
+    }
+    // A new lane's cuBLAS workspace comes from the budget like any other memory. Over the budget (after the free
+    // arenas gave theirs back, DevicePool::allocate), while other runs hold lanes, this run waits for one of them.
+    ws = pool_->allocate(kCublasWorkspace, "cuBLAS workspace");
+    if (ws.is_ok() || ws.status().code() != StatusCode::kResourceExhausted) break;
+    std::unique_lock<std::mutex> lock(mu_);
+    if (lanes_out_ == 0) break;
+    metrics::inc("steadyocr_cuda_lane_waits_total", {{"device", std::to_string(device_)}});
+    const uint64_t seen = lanes_discarded_;
+    if (!lane_freed_.wait_until(lock, deadline, [&] { return !free_lanes_.empty() || lanes_discarded_ != seen; })) {
+      return Status(ws.status().code(), fmt::format("{} (waited {} ms for a run in flight to give a lane back)",
+                                                    ws.status().message(), wait_ms));
     }
   }
+  if (!ws.is_ok()) return ws.status();
   Stopwatch created;
   Lane lane;
+  lane.cublas_workspace = std::move(ws).value();
   auto fail = [&](Status s) {
     destroy_lane(&lane);
     return s;
@@ -297,9 +394,6 @@ Result<Lane> CudaDevice::acquire_lane() {
   }
   cublasStatus_t cs = cublasCreate(&lane.cublas);
   if (cs != CUBLAS_STATUS_SUCCESS) return fail(gpu_status(cs, "cublasCreate(&lane.cublas)", __FILE__, __LINE__));
-  auto ws = pool_->allocate(kCublasWorkspace, "cuBLAS workspace");
-  if (!ws.is_ok()) return fail(ws.status());
-  lane.cublas_workspace = std::move(ws).value();
   if (with_cudnn) {
     cudnnStatus_t ds = dnn().cudnnSetStream(lane.cudnn, lane.stream);
     if (ds != CUDNN_STATUS_SUCCESS) return fail(gpu_status(ds, "cudnnSetStream", __FILE__, __LINE__));
@@ -312,6 +406,8 @@ Result<Lane> CudaDevice::acquire_lane() {
     return fail(gpu_status(cs, "cublasSetStream/cublasSetWorkspace", __FILE__, __LINE__));
   metrics::inc("steadyocr_cuda_lanes_created_total", {});
   metrics::inc("steadyocr_cuda_lane_create_ms_total", {}, created.elapsed_ms());
+  std::lock_guard<std::mutex> lock(mu_);
+  ++lanes_out_;
   return lane;
 }
 
@@ -335,35 +431,63 @@ Status CudaDevice::reserve_lanes(int n) {
 
 void CudaDevice::release_lane(Lane lane) {
   if (!lane.stream) return;
-  std::lock_guard<std::mutex> lock(mu_);
-  free_lanes_.push_back(std::move(lane));
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    free_lanes_.push_back(std::move(lane));
+    if (lanes_out_ > 0) --lanes_out_;
+  }
+  lane_freed_.notify_one();
 }
 
 void CudaDevice::discard_lane(Lane lane) {
   SO_GPU_TRY(cudaSetDevice(device_));
   destroy_lane(&lane);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (lanes_out_ > 0) --lanes_out_;
+    ++lanes_discarded_;
+  }
+  // A waiting run may now have room for a lane of its own.
+  lane_freed_.notify_all();
 }
 
+namespace {
+
+// Arena sizes come in classes about a quarter-octave apart, in 4 MiB steps: plans of similar size share arenas, and
+// an arena is at most ~19 % larger than the plan it is leased to. (Until 2026-12-03 every arena grew to the largest
+// plan seen, so 16 runs in flight each held the 172 MiB of a 48-row recognition batch: 2.75 GB on the H200.)
+size_t arena_class(size_t bytes) {
+  constexpr size_t kGrain = size_t{4} << 20;
+  size_t c = kGrain;
+  while (c < bytes) c = round_up(c + c * 19 / 100, kGrain);
+  return c;
+}
+
+}  // namespace
+
 Result<Arena> CudaDevice::acquire_arena(size_t bytes, uint64_t prefer, int wait_ms) {
-  constexpr size_t kGrain = size_t{4} << 20;  // arenas in 4 MiB steps: plans of similar size share one size
-  const size_t want = round_up(std::max<size_t>(bytes, 1), kGrain);
+  const size_t want = arena_class(std::max<size_t>(bytes, 1));
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(wait_ms);
+  const std::string dev = std::to_string(device_);
   std::unique_lock<std::mutex> lock(mu_);
   for (;;) {
-    largest_arena_ = std::max(largest_arena_, want);
     auto fits = [&](const Arena& a) { return a.mem->bytes >= bytes; };
+    // The preferred arena (its CUDA graph replays only there), else the smallest free one that fits (the newest of
+    // those), so that large arenas stay for the plans that need them.
     auto it = std::find_if(free_arenas_.begin(), free_arenas_.end(),
                            [&](const Arena& a) { return a.id == prefer && fits(a); });
     if (it == free_arenas_.end()) {
-      auto r = std::find_if(free_arenas_.rbegin(), free_arenas_.rend(), fits);  // the newest free one
-      if (r != free_arenas_.rend()) it = std::next(r).base();
+      for (auto f = free_arenas_.begin(); f != free_arenas_.end(); ++f) {
+        if (fits(*f) && (it == free_arenas_.end() || f->mem->bytes <= it->mem->bytes)) it = f;
+      }
     }
     if (it != free_arenas_.end()) {
       Arena a = std::move(*it);
       free_arenas_.erase(it);
       return a;
     }
-    // None fits: a free one that is too small is given up for a new one of the largest size.
+    // None fits: a free one (too small) gives way to a new one of this plan's class, so that there are never more
+    // arenas than runs were ever in flight at once.
     DeviceMemoryPtr dropped;
     if (!free_arenas_.empty()) {
       dropped = std::move(free_arenas_.front().mem);
@@ -371,24 +495,27 @@ Result<Arena> CudaDevice::acquire_arena(size_t bytes, uint64_t prefer, int wait_
       --arenas_;
       arena_bytes_ -= dropped->bytes;
     }
-    const size_t size = largest_arena_;
     const bool others_leased = arenas_ > free_arenas_.size();
     lock.unlock();
     dropped.reset();
-    auto mem = pool_->allocate(size, "activation arena");
+    auto mem = pool_->allocate(want, "activation arena");
     lock.lock();
     if (mem.is_ok()) {
       Arena a{std::move(mem).value(), next_arena_id_++};
       ++arenas_;
       arena_bytes_ += a.mem->bytes;
-      metrics::set_gauge("steadyocr_cuda_arenas", {{"device", std::to_string(device_)}}, static_cast<double>(arenas_));
+      metrics::set_gauge("steadyocr_cuda_arenas", {{"device", dev}}, static_cast<double>(arenas_));
+      metrics::set_gauge("steadyocr_cuda_arena_bytes", {{"device", dev}}, static_cast<double>(arena_bytes_));
       log::debug("cuda", "activation arena {} of {:.0f} MiB made: {} held, {:.0f} MiB", a.id, a.mem->bytes / 1048576.0,
                  arenas_, arena_bytes_ / 1048576.0);
       return a;
     }
-    // Over the memory budget while other runs hold arenas: wait for one to come back (a ceiling met by waiting).
-    if (mem.status().code() != StatusCode::kResourceExhausted || !others_leased) return mem.status();
-    metrics::inc("steadyocr_cuda_arena_waits_total", {{"device", std::to_string(device_)}});
+    if (mem.status().code() != StatusCode::kResourceExhausted) return mem.status();
+    // Over the memory budget: the free arenas (all too small) give their memory back first; then, while other runs
+    // hold arenas, this run waits for one to come back (a ceiling met by waiting, not by failing).
+    if (!free_arenas_.empty()) continue;
+    if (!others_leased) return mem.status();
+    metrics::inc("steadyocr_cuda_arena_waits_total", {{"device", dev}});
     if (arena_freed_.wait_until(lock, deadline) == std::cv_status::timeout && free_arenas_.empty()) {
       return Status(mem.status().code(), fmt::format("{} (waited {} ms for a run in flight to give an arena back)",
                                                      mem.status().message(), wait_ms));
@@ -398,18 +525,12 @@ Result<Arena> CudaDevice::acquire_arena(size_t bytes, uint64_t prefer, int wait_
 
 void CudaDevice::release_arena(Arena arena) {
   if (!arena.mem) return;
-  DeviceMemoryPtr dropped;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (arena.mem->bytes < largest_arena_) {  // outgrown: freed, so that arenas converge to the largest size
-      --arenas_;
-      arena_bytes_ -= arena.mem->bytes;
-      dropped = std::move(arena.mem);
-    } else {
-      free_arenas_.push_back(std::move(arena));
-    }
+    free_arenas_.push_back(std::move(arena));
   }
-  arena_freed_.notify_one();
+  // Every waiter: the one woken first may find this arena too small for it and leave it to another.
+  arena_freed_.notify_all();
 }
 
 bool CudaDevice::find_algo(const ConvAlgoKey& key, ConvAlgoChoice* out) const {

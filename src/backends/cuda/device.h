@@ -8,6 +8,7 @@
 
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -44,14 +45,21 @@ class DevicePool : public std::enable_shared_from_this<DevicePool> {
   size_t budget() const { return budget_; }
   size_t in_use() const;
   size_t reserved() const;  // in use + cached
+  // What the process holds mapped on the device for this pool: the driver pool's reserved bytes (which keep what was
+  // ever freed into it) where stream-ordered allocation is used, else in use + cached.
+  size_t mapped() const;
   // Grows the driver's memory pool behind this one by `bytes` now (allocated and freed at once, kept reserved), so
   // that the first plans of a run do not each wait for the driver to map memory.
   void prewarm(size_t bytes);
+  // Called (outside the pool's lock) when an allocation would exceed the budget: frees memory its owner keeps for
+  // later and says whether it freed any; the allocation is then tried once more.
+  void set_reclaimer(std::function<bool()> reclaim);
 
  private:
   friend struct DeviceMemory;
   void give_back(void* ptr, size_t bytes);
   void publish_locked();
+  Result<DeviceMemoryPtr> allocate_once(size_t bytes, const std::string& what);
   cudaError_t device_malloc(void** p, size_t bytes);
   void device_free(void* p);
 
@@ -64,6 +72,8 @@ class DevicePool : public std::enable_shared_from_this<DevicePool> {
   mutable std::mutex mu_;
   std::multimap<size_t, void*> cached_;
   size_t in_use_ = 0, cached_bytes_ = 0;
+  size_t device_used_at_start_ = 0;  // total - free on the device when the pool was made (context included)
+  std::function<bool()> reclaim_;
 };
 
 // Page-locked host memory for uploads/downloads, recycled between plans (cudaHostAlloc costs milliseconds).
@@ -130,17 +140,21 @@ class CudaDevice {
   Result<DeviceMemoryPtr> weight_floats(const std::vector<float>& v);
 
   // Leases a lane (a free one, else a new one); give it back with release_lane, or discard_lane when its state is
-  // no longer the pool's (a cuBLAS workspace that could not be restored).
-  Result<Lane> acquire_lane();
+  // no longer the pool's (a cuBLAS workspace that could not be restored). Under the memory budget, a new lane that
+  // does not fit waits up to `wait_ms` for a run to give one back (the free arenas give their memory back first).
+  Result<Lane> acquire_lane(int wait_ms = 30000);
   void release_lane(Lane lane);
   void discard_lane(Lane lane);
+  // Frees the activation arenas no run holds; true when there were any (the pool's reclaimer under a budget).
+  bool free_idle_arenas();
   // Creates lanes up to `n` now (startup), so that concurrent first runs do not create them on the request's time.
   Status reserve_lanes(int n);
 
   // An arena of at least `bytes`: `prefer` (the one the caller last ran on) when it is free and large enough, else
-  // any free one that is, else a new one sized for the largest plan seen so far (arenas converge to one size, so
-  // every free arena fits every plan). When the memory budget would be exceeded, waits up to `wait_ms` for a run
-  // to give an arena back rather than failing at once.
+  // the smallest free one that is, else a new one of the size class of `bytes` (about a quarter-octave steps; a free
+  // arena too small for it is freed first, so arenas never outnumber the runs once in flight together). When the
+  // memory budget would be exceeded, the free arenas are freed, then it waits up to `wait_ms` for a run to give an
+  // arena back rather than failing at once.
   Result<Arena> acquire_arena(size_t bytes, uint64_t prefer, int wait_ms = 30000);
   void release_arena(Arena arena);
 
@@ -159,8 +173,11 @@ class CudaDevice {
   std::map<std::string, DeviceMemoryPtr> weights_;
   size_t weight_bytes_ = 0;
   std::vector<Lane> free_lanes_;
+  size_t lanes_out_ = 0;          // lanes held by runs (and by plans building)
+  uint64_t lanes_discarded_ = 0;  // wakes runs waiting for a lane: a discarded one frees its budget
+  std::condition_variable lane_freed_;
   std::vector<Arena> free_arenas_;
-  size_t arenas_ = 0, arena_bytes_ = 0, largest_arena_ = 0;
+  size_t arenas_ = 0, arena_bytes_ = 0;
   uint64_t next_arena_id_ = 1;
   std::condition_variable arena_freed_;
   std::map<ConvAlgoKey, ConvAlgoChoice> algos_;
