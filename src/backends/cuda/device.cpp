@@ -92,7 +92,14 @@ void DevicePool::device_free(void* p) {
     SO_GPU_TRY(cudaFree(p));
     return;
   }
-  if (SO_GPU_TRY(cudaFreeAsync(p, alloc_stream_))) SO_GPU_TRY(cudaStreamSynchronize(alloc_stream_));
+  if (!SO_GPU_TRY(cudaFreeAsync(p, alloc_stream_)) || !SO_GPU_TRY(cudaStreamSynchronize(alloc_stream_))) return;
+  // Under a budget, what the driver's pool keeps mapped beyond it (free chunks of other sizes than the next requests:
+  // 704-800 MiB mapped for 640 given out on the H200, 2026-12-03) is unmapped now, not at some later synchronisation.
+  if (budget_ > 0) {
+    cudaMemPool_t mp = nullptr;
+    if (cudaDeviceGetDefaultMemPool(&mp, device_) == cudaSuccess) SO_GPU_TRY(cudaMemPoolTrimTo(mp, budget_));
+    (void)cudaGetLastError();
+  }
 }
 
 void DevicePool::prewarm(size_t bytes) {
