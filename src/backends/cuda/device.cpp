@@ -228,20 +228,6 @@ size_t DevicePool::reserved() const {
   return in_use_ + cached_bytes_;
 }
 
-size_t DevicePool::mapped() const {
-  if (alloc_stream_) {
-    cudaMemPool_t mp = nullptr;
-    uint64_t v = 0;
-    if (cudaDeviceGetDefaultMemPool(&mp, device_) == cudaSuccess &&
-        cudaMemPoolGetAttribute(mp, cudaMemPoolAttrReservedMemCurrent, &v) == cudaSuccess) {
-      return static_cast<size_t>(v);
-    }
-    (void)cudaGetLastError();
-  }
-  std::lock_guard<std::mutex> lock(mu_);
-  return in_use_ + cached_bytes_;
-}
-
 void DevicePool::publish_locked() {
   // Figures of the whole picture of device memory (docs/SERVING.md, steadyocr_gpu_memory_bytes): what runs hold, what
   // our cache keeps, what the driver's pool keeps mapped for the process, its high-water mark, and the device's own

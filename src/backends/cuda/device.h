@@ -45,9 +45,6 @@ class DevicePool : public std::enable_shared_from_this<DevicePool> {
   size_t budget() const { return budget_; }
   size_t in_use() const;
   size_t reserved() const;  // in use + cached
-  // What the process holds mapped on the device for this pool: the driver pool's reserved bytes (which keep what was
-  // ever freed into it) where stream-ordered allocation is used, else in use + cached.
-  size_t mapped() const;
   // Grows the driver's memory pool behind this one by `bytes` now (allocated and freed at once, kept reserved), so
   // that the first plans of a run do not each wait for the driver to map memory.
   void prewarm(size_t bytes);
