@@ -157,6 +157,9 @@ metric() {  # name-regex
   curl -s "$url/metrics" | grep -E "$1" | grep -v '^#' | head -12 | sed 's/^/    /'
 }
 
+# The device's used memory every 200 ms while the server runs (its worker is the only process on the GPU).
+nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -lms 200 >"$R/serve.smi" 2>/dev/null &
+smi=$!
 start_server serve
 # Warm: each image a few times (plans made), as bench's --warmup.
 for img in "${IMAGES[@]}"; do curl -s -o /dev/null -X POST --data-binary @"$img" -H 'Content-Type: image/jpeg' "$url/v1/ocr" & done
@@ -170,6 +173,10 @@ echo "  batching across requests (per model call, in the worker; per image, in t
 metric 'steadyocr_image_(det_batch_images|rec_batch_rows)_(sum|count)|steadyocr_rec_calls_total|steadyocr_gpu_memory' |
   tee -a "$S"
 stop_server
+kill $smi 2>/dev/null
+wait $smi 2>/dev/null
+echo "  device memory used while serving: peak $(sort -n "$R/serve.smi" | tail -1) MiB, first sample" \
+  "$(head -1 "$R/serve.smi") MiB (nvidia-smi, whole device)" | tee -a "$S"
 
 if [ "$PEERS" = 1 ] && [ -f "$PEERDIR/ref_ppocr.py" ]; then
   echo "--- PyTorch peer (ref_ppocr.py --runner torch, eager, cuDNN) on the same images ---" | tee -a "$S"

@@ -54,7 +54,8 @@ constexpr const char* kJsonSchema = R"(--json prints one object:
   fell_back         true when the ladder stepped down (at startup or during the run): the figures are then
                     not those of the backend asked for
   gpu_memory        GPU rungs only: {after_warmup, end: {in_use, cached, mapped, mapped_peak, device_used,
-                    device_used_at_start}} in MiB, the worker's device pool after the warm-up passes (with
+                    device_used_at_start}, growth_pct, budget} in MiB (budget: the pool's, --gpu-mem or its default;
+                    0: none), the worker's device pool after the warm-up passes (with
                     --warmup 0: after the first timed pass) and after the last pass. in_use: given out by the pool
                     (weights, the lanes' cuBLAS workspaces, activation arenas, leased or kept for the next runs);
                     cached: blocks kept for reuse; mapped: what the driver's pool keeps mapped for the process,
@@ -195,6 +196,13 @@ void print_gpu_memory(const json& m) {
       "%-18s %10.1f MiB used on the device (%.1f when the backend was made: context, libraries and other "
       "processes)\n",
       "", e["device_used"].get<double>(), e["device_used_at_start"].get<double>());
+  const double budget = m["budget"].get<double>();
+  if (budget > 0) {
+    std::printf("%-18s %10.1f MiB budget of the pool (--gpu-mem; runs wait for memory rather than exceed it)\n", "",
+                budget);
+  } else {
+    std::printf("%-18s %10s no budget (--gpu-mem 0)\n", "", "");
+  }
 }
 
 void print_table(const json& r) {
@@ -395,8 +403,11 @@ int run_bench(const BenchArgs& a) {
   if (!memory_end.is_null() && !memory_after_warmup.is_null()) {
     const double before = memory_after_warmup["mapped"].get<double>();
     const double growth = before > 0 ? (memory_end["mapped"].get<double>() - before) / before * 100 : 0.0;
-    r["gpu_memory"] = {
-        {"after_warmup", memory_after_warmup}, {"end", memory_end}, {"growth_pct", std::round(growth * 100) / 100}};
+    const double budget = metrics::value("steadyocr_gpu_memory_budget_bytes", {{"rung", engine.current_rung()}});
+    r["gpu_memory"] = {{"after_warmup", memory_after_warmup},
+                       {"end", memory_end},
+                       {"growth_pct", std::round(growth * 100) / 100},
+                       {"budget", std::round(budget / 1048576.0 * 10) / 10}};
   } else {
     r["gpu_memory"] = nullptr;
   }

@@ -78,7 +78,7 @@ Command add_serve_command(CLI::App& root) {
       ->capture_default_str();
   app->add_option("--admit-mem-mb", s.admit_mem_mb,
                   "Predicted working memory of the images in engine calls at once, MB; larger pages wait for room "
-                  "(0: --gpu-mem, else 8192, on GPU rungs; none on CPU; -1: none)")
+                  "(0: 8192 on GPU rungs, none on CPU; -1: none; --gpu-mem is the engine's own, met by waiting)")
       ->check(CLI::Range(int64_t{-1}, int64_t{1} << 30))
       ->capture_default_str();
   app->add_option("--probe-interval-ms", s.probe_interval_ms, "Readiness probe through the engine when idle this long")

@@ -38,7 +38,11 @@ void add_engine_flags(CLI::App* app, EngineArgs* args) {
                   "Seconds one image may take on a GPU worker before the worker counts as hung and is replaced")
       ->check(CLI::Range(1, 86400))
       ->capture_default_str();
-  app->add_option("--gpu-mem", args->gpu_mem_mb, "Device memory budget of the CUDA backend in MB (0: none)");
+  app->add_option("--gpu-mem", args->gpu_mem_mb,
+                  "Device memory budget of the CUDA backend's pool in MiB; runs wait for memory rather than exceed it "
+                  "(default: 640, scaled up with --det-limit-side above 960 and recognition merges above 48 rows; "
+                  "0: none)")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 24));
   app->add_flag("--cls", args->cls, "Turn upside-down text lines with the angle classifier");
   auto* det_only = app->add_flag("--det-only", args->det_only, "Detect text boxes only (text left empty)");
   auto* rec_only = app->add_flag("--rec-only", args->rec_only, "Each image is one text line: recognise it whole");

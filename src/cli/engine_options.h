@@ -18,7 +18,7 @@ struct EngineArgs {
   std::string det_model, rec_model, cls_model, dict;
   std::string backend = "auto";
   bool require_gpu = false;
-  size_t gpu_mem_mb = 0;
+  int64_t gpu_mem_mb = -1;  // engine::kGpuMemAuto
   int watchdog_s = 120;
   std::vector<std::string> ladder;  // hidden: explicit rungs, e.g. cpu-worker,cpu to drive fault paths without a GPU
   bool cls = false, det_only = false, rec_only = false;

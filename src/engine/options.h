@@ -3,6 +3,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -43,8 +44,10 @@ struct EngineOptions {
   // "auto": the ladder cuda-fp32 → cuda-fp16 → cuda-fp32-nocudnn → vulkan → cpu → reference; a rung name pins that one
   // rung.
   std::string backend = "auto";
-  bool require_gpu = false;     // GPU unavailability is an error carrying the doctor's finding, never a fallback
-  size_t gpu_mem_mb = 0;        // device memory budget for the CUDA backend (0 = none)
+  bool require_gpu = false;  // GPU unavailability is an error carrying the doctor's finding, never a fallback
+  // Device memory budget of the CUDA backend, MiB: kGpuMemAuto (the default) sizes it from the pipeline's largest
+  // shapes (gpu_mem_budget_mb), 0 = none.
+  int64_t gpu_mem_mb = -1;
   int threads = 0;              // 0 = all cores
   int job_timeout_ms = 120000;  // watchdog per image on a worker rung
   // Images in flight per worker (0: one per core (at least 4) for GPU rungs, whose worker reads that many at once, each
@@ -61,6 +64,16 @@ struct EngineOptions {
   std::string log_level;  // the level worker processes log at ("" = their default)
   bool log_json = false;  // worker processes log JSON lines (as the server does)
 };
+
+inline constexpr int64_t kGpuMemAuto = -1;
+// The budget at the default detector side (960) and recognition merge (48 rows): what 16 images in flight need at
+// 0.97-0.98x the throughput of no budget on the H200 (docs/BENCHMARKS.md, "Device memory"), the process then staying
+// within 1.5 GiB.
+inline constexpr int64_t kGpuMemAutoBaseMb = 640;
+// The CUDA backend's device memory budget in MiB for `rung` (0: none): --gpu-mem when given; by default (kGpuMemAuto)
+// kGpuMemAutoBaseMb on cuda rungs, scaled by the larger of (det_limit_side / 960)^2 and the recognition rows merged
+// into one call / 48, so that a larger detector input or merge still fits; none on other rungs.
+int64_t gpu_mem_budget_mb(const EngineOptions& options, const std::string& rung);
 
 // Rungs of the ladder by kind.
 bool is_gpu_rung(const std::string& rung);

@@ -148,7 +148,15 @@ Result<std::unique_ptr<pipeline::Pipeline>> build_rung_pipeline(const std::strin
     if (!runtime::parse_cuda_backend_name(backend_name, &precision, &cudnn)) {
       return invalid_argument("unknown CUDA rung '" + backend_name + "'");
     }
-    auto config = runtime::cuda_backend_config(precision, options.gpu_mem_mb * (size_t{1} << 20));
+    const auto budget = static_cast<size_t>(gpu_mem_budget_mb(options, backend_name));
+    auto config = runtime::cuda_backend_config(precision, budget << 20);
+    if (budget > 0) {
+      log::info("engine", "{}: device memory budget {} MiB ({}); runs wait for memory rather than exceed it",
+                backend_name, budget,
+                options.gpu_mem_mb == kGpuMemAuto ? "the default; --gpu-mem 0: none" : "--gpu-mem");
+    } else {
+      log::info("engine", "{}: no device memory budget (--gpu-mem 0)", backend_name);
+    }
     config.cudnn = config.cudnn && cudnn;
     // One execution lane per image in flight in the worker (CUDA rungs run in workers only), made before serving.
     config.lanes = worker_jobs(options, backend_name) + 2;
@@ -166,7 +174,7 @@ Result<std::unique_ptr<pipeline::Pipeline>> build_rung_pipeline(const std::strin
     });
   } else if (backend_name.rfind("vulkan", 0) == 0) {
     runtime::BackendOptions bo;
-    bo.gpu_memory_budget_bytes = options.gpu_mem_mb * (size_t{1} << 20);
+    bo.gpu_memory_budget_bytes = static_cast<size_t>(gpu_mem_budget_mb(options, backend_name)) << 20;
     ASSIGN_OR_RETURN(backend, runtime::create_backend(backend_name, bo));
   } else {
     ASSIGN_OR_RETURN(backend, runtime::create_backend(backend_name));

@@ -1,6 +1,8 @@
 // The two kinds of rung: in process, and worker process (through the supervisor). Both end in the pipeline's one
 // handler, pipeline::read_images: here, or in the worker (worker_main.cpp).
+#include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <filesystem>
 #include <mutex>
 #include <thread>
@@ -96,7 +98,7 @@ class WorkerRung : public Rung {
     if (is_gpu_rung(name())) {
       RETURN_IF_ERROR(gpu_preflight());
       metrics::set_gauge("steadyocr_gpu_memory_budget_bytes", {{"rung", name()}},
-                         static_cast<double>(options_.gpu_mem_mb) * 1024 * 1024);
+                         static_cast<double>(gpu_mem_budget_mb(options_, name())) * 1024 * 1024);
     }
     if (name().rfind("vulkan", 0) == 0) {
       RETURN_IF_ERROR(vulkan_preflight(options_.backend.empty() || options_.backend == "auto"));
@@ -224,6 +226,17 @@ int worker_jobs(const EngineOptions& options, const std::string& rung) {
   // A GPU worker's jobs spend most of their time waiting for the device or in short host stages: one thread per
   // image in flight keeps the device's streams busy. A CPU worker's jobs each use every core.
   return is_device_rung(rung) ? worker_in_flight(options, rung) : 2;
+}
+int64_t gpu_mem_budget_mb(const EngineOptions& options, const std::string& rung) {
+  if (options.gpu_mem_mb != kGpuMemAuto) return std::max<int64_t>(0, options.gpu_mem_mb);
+  if (!is_gpu_rung(rung)) return 0;
+  const pipeline::PipelineOptions& p = options.pipeline;
+  const int rows = p.batching.rec_rows > 0 ? p.batching.rec_rows
+                   : p.rec.merge_rows > 0  ? p.rec.merge_rows
+                                           : 8 * std::max(1, p.rec.batch);
+  const double side = std::max(1, p.det_limit_side) / 960.0;
+  const double scale = std::max({1.0, side * side, rows / 48.0});
+  return static_cast<int64_t>(std::ceil(kGpuMemAutoBaseMb * scale));
 }
 std::string backend_of_rung(const std::string& rung) {
   return rung == "cpu-worker" ? "cpu" : rung;

@@ -319,8 +319,9 @@ int serve(const ServerOptions& options, const engine::EngineOptions& engine_opti
   if (options.admit_mem_mb > 0) {
     ao.memory_budget_bytes = options.admit_mem_mb << 20;
   } else if (options.admit_mem_mb == 0 && engine::is_gpu_rung(rung)) {
-    ao.memory_budget_bytes = (engine_options.gpu_mem_mb > 0 ? static_cast<int64_t>(engine_options.gpu_mem_mb) : 8192)
-                             << 20;
+    // Not --gpu-mem: the engine meets that budget itself by waiting for memory, and the pages admitted at once must
+    // be enough to keep the worker's images in flight (a 640 MiB budget would admit about four).
+    ao.memory_budget_bytes = int64_t{8192} << 20;
   }
   metrics::set_gauge("steadyocr_admission_memory_bytes", {{"state", "budget"}},
                      static_cast<double>(ao.memory_budget_bytes));

@@ -22,8 +22,9 @@ struct ServerOptions {
   int http_threads = 256;   // connections served at once (threads start as needed)
   int concurrency = 2;      // engine calls in flight at once
   int batch_images = 0;     // images per engine call (0: by rung: a worker rung's in-flight count, else 4)
-  // Predicted working memory of the images in engine calls at once, MB (0: --gpu-mem on GPU rungs when given, else
-  // 8192 on GPU rungs; none on CPU rungs; -1: none). Large pages wait for room instead of running out of memory.
+  // Predicted working memory of the images in engine calls at once, MB (0: 8192 on GPU rungs, none on CPU rungs;
+  // -1: none). Large pages wait for room instead of running out of memory. Independent of --gpu-mem, which the
+  // engine meets by waiting for device memory.
   int64_t admit_mem_mb = 0;
   int probe_interval_ms = 2000;  // readiness probe when idle this long
   int ready_max_age_ms = 10000;  // ready only when a real inference succeeded within this
