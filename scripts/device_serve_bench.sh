@@ -157,9 +157,10 @@ metric() {  # name-regex
   curl -s "$url/metrics" | grep -E "$1" | grep -v '^#' | head -12 | sed 's/^/    /'
 }
 
-# The device's used memory every 200 ms while the server runs (its worker is the only process on the GPU).
-nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -lms 200 >"$R/serve.smi" 2>/dev/null &
-smi=$!
+# The device's used memory every 200 ms while the server runs (its worker is the only process on the GPU). Started
+# from a subshell, so that it is not one of this shell's jobs, which load() waits for.
+(nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -lms 200 >"$R/serve.smi" 2>/dev/null &
+  echo $! >"$R/serve.smi.pid")
 start_server serve
 # Warm: each image a few times (plans made), as bench's --warmup.
 for img in "${IMAGES[@]}"; do curl -s -o /dev/null -X POST --data-binary @"$img" -H 'Content-Type: image/jpeg' "$url/v1/ocr" & done
@@ -173,8 +174,7 @@ echo "  batching across requests (per model call, in the worker; per image, in t
 metric 'steadyocr_image_(det_batch_images|rec_batch_rows)_(sum|count)|steadyocr_rec_calls_total|steadyocr_gpu_memory' |
   tee -a "$S"
 stop_server
-kill $smi 2>/dev/null
-wait $smi 2>/dev/null
+kill "$(cat "$R/serve.smi.pid")" 2>/dev/null
 echo "  device memory used while serving: peak $(sort -n "$R/serve.smi" | tail -1) MiB, first sample" \
   "$(head -1 "$R/serve.smi") MiB (nvidia-smi, whole device)" | tee -a "$S"
 
