@@ -162,11 +162,21 @@ Result<DeviceMemoryPtr> DevicePool::allocate_once(size_t bytes, const std::strin
   // cudaMalloc runs outside the lock (it can take milliseconds, and other threads only need the cache); the bytes
   // count as in use meanwhile, so the budget holds.
   in_use_ += want;
+  mapping_ += want;
+  // What the driver's pool may keep of its free memory before this mapping: the budget less every mapping under way.
+  // Its free chunks are whatever earlier gives-back left (other sizes than this one), which it would not reuse for
+  // this block: kept, they put what is mapped above the budget (768-832 MiB for 640 on the H200, 2026-12-03).
+  const size_t keep = budget_ > mapping_ ? budget_ - mapping_ : 0;
   lock.unlock();
   void* p = nullptr;
   Stopwatch sw;
   const char* call = "cudaSetDevice(device_)";
   cudaError_t e = cudaSetDevice(device_);
+  if (e == cudaSuccess && budget_ > 0 && alloc_stream_) {
+    cudaMemPool_t mp = nullptr;
+    if (cudaDeviceGetDefaultMemPool(&mp, device_) == cudaSuccess) SO_GPU_TRY(cudaMemPoolTrimTo(mp, keep));
+    (void)cudaGetLastError();
+  }
   if (e == cudaSuccess) {
     call = "cudaMalloc(&p, want)";
     e = device_malloc(&p, want);
@@ -174,6 +184,7 @@ Result<DeviceMemoryPtr> DevicePool::allocate_once(size_t bytes, const std::strin
   metrics::inc("steadyocr_cuda_malloc_ms_total", {}, sw.elapsed_ms());
   metrics::inc("steadyocr_cuda_mallocs_total", {});
   lock.lock();
+  mapping_ -= want;
   if (e == cudaErrorMemoryAllocation && !cached_.empty()) {
     (void)cudaGetLastError();
     for (auto& [sz, q] : cached_) device_free(q);

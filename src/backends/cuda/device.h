@@ -69,6 +69,7 @@ class DevicePool : public std::enable_shared_from_this<DevicePool> {
   mutable std::mutex mu_;
   std::multimap<size_t, void*> cached_;
   size_t in_use_ = 0, cached_bytes_ = 0;
+  size_t mapping_ = 0;               // bytes of the allocations under way outside the lock (counted in in_use_ too)
   size_t device_used_at_start_ = 0;  // total - free on the device when the pool was made (context included)
   std::function<bool()> reclaim_;
 };
