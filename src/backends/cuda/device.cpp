@@ -20,6 +20,12 @@ namespace {
 // Large blocks (arenas) are whole MiB so they fit the next plan of a similar size; small ones (weights) 4 KiB.
 constexpr size_t kGranule = 1 << 20;
 constexpr size_t kSmallGranule = 4 << 10;
+// The driver's stream-ordered pool maps memory in 32 MiB chunks, and a block of 16 MiB or more takes whole chunks of
+// its own (H200, CUDA 13.0, driver 580, 2026-12-03: 33 MiB mapped 64, 166 MiB mapped 192). Such blocks are rounded up
+// to that here, so that what the pool counts against the budget is what the driver maps, and the block's owner can
+// use all of it. Smaller blocks (weights, the lanes' cuBLAS workspaces) share chunks.
+constexpr size_t kDriverChunk = size_t{32} << 20;
+constexpr size_t kOwnChunkFrom = size_t{16} << 20;
 constexpr size_t kMaxCachedBytes = size_t{1} << 30;  // cached blocks above this go back to the driver
 constexpr size_t kCublasWorkspace = 4 << 20;
 
@@ -133,6 +139,7 @@ Result<DeviceMemoryPtr> DevicePool::allocate(size_t bytes, const std::string& wh
 Result<DeviceMemoryPtr> DevicePool::allocate_once(size_t bytes, const std::string& what) {
   size_t want = bytes == 0 ? 1 : bytes;
   want = round_up(want, want < kGranule ? kSmallGranule : kGranule);
+  if (alloc_stream_ && want >= kOwnChunkFrom) want = round_up(want, kDriverChunk);
   std::unique_lock<std::mutex> lock(mu_);
   // Reuse a cached block of the same size, or one at most 25% larger.
   auto it = cached_.lower_bound(want);
@@ -474,6 +481,7 @@ Result<Arena> CudaDevice::acquire_arena(size_t bytes, uint64_t prefer, int wait_
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(wait_ms);
   const std::string dev = std::to_string(device_);
   std::unique_lock<std::mutex> lock(mu_);
+  bool waited = false;
   for (;;) {
     auto fits = [&](const Arena& a) { return a.mem->bytes >= bytes; };
     // The preferred arena (its CUDA graph replays only there), else the smallest free one that fits (the newest of
@@ -499,11 +507,15 @@ Result<Arena> CudaDevice::acquire_arena(size_t bytes, uint64_t prefer, int wait_
       --arenas_;
       arena_bytes_ -= dropped->bytes;
     }
-    const bool others_leased = arenas_ > free_arenas_.size();
+    ++arenas_making_;
     lock.unlock();
     dropped.reset();
     auto mem = pool_->allocate(want, "activation arena");
     lock.lock();
+    --arenas_making_;
+    // Read after the allocation: runs that leased an arena meanwhile, or that are making one now (their bytes are
+    // in use in the pool already), will give memory back.
+    const bool others_leased = arenas_ > free_arenas_.size() || arenas_making_ > 0;
     if (mem.is_ok()) {
       Arena a{std::move(mem).value(), next_arena_id_++};
       ++arenas_;
@@ -519,8 +531,13 @@ Result<Arena> CudaDevice::acquire_arena(size_t bytes, uint64_t prefer, int wait_
     // hold arenas, this run waits for one to come back (a ceiling met by waiting, not by failing).
     if (!free_arenas_.empty()) continue;
     if (!others_leased) return mem.status();
-    metrics::inc("steadyocr_cuda_arena_waits_total", {{"device", dev}});
-    if (arena_freed_.wait_until(lock, deadline) == std::cv_status::timeout && free_arenas_.empty()) {
+    if (!waited) metrics::inc("steadyocr_cuda_arena_waits_total", {{"device", dev}});
+    waited = true;
+    // Woken by a release; in slices, because a run whose allocation failed as well gives nothing back to wake us,
+    // and the memory then comes from the next run to finish.
+    const auto slice = std::min(deadline, std::chrono::steady_clock::now() + std::chrono::milliseconds(10));
+    if (arena_freed_.wait_until(lock, slice) == std::cv_status::timeout && free_arenas_.empty() &&
+        std::chrono::steady_clock::now() >= deadline) {
       return Status(mem.status().code(), fmt::format("{} (waited {} ms for a run in flight to give an arena back)",
                                                      mem.status().message(), wait_ms));
     }

@@ -176,6 +176,7 @@ class CudaDevice {
   std::condition_variable lane_freed_;
   std::vector<Arena> free_arenas_;
   size_t arenas_ = 0, arena_bytes_ = 0;
+  size_t arenas_making_ = 0;  // arenas being allocated now (outside the lock)
   uint64_t next_arena_id_ = 1;
   std::condition_variable arena_freed_;
   std::map<ConvAlgoKey, ConvAlgoChoice> algos_;
