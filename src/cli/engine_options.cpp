@@ -38,6 +38,11 @@ void add_engine_flags(CLI::App* app, EngineArgs* args) {
                   "Seconds one image may take on a GPU worker before the worker counts as hung and is replaced")
       ->check(CLI::Range(1, 86400))
       ->capture_default_str();
+  app->add_option("--gpus", args->gpus,
+                  "GPUs to serve on: all (default: every visible one; two or more get a ladder and workers each, "
+                  "images going to the least loaded), or a comma list of visible device indices or GPU-/MIG- UUIDs "
+                  "(one worker per MIG instance), e.g. 0,1; CUDA_VISIBLE_DEVICES narrows what is visible")
+      ->capture_default_str();
   app->add_option("--gpu-mem", args->gpu_mem_mb,
                   "Device memory budget of the CUDA backend's pool in MiB; runs wait for memory rather than exceed it "
                   "(default: 640, scaled up with --det-limit-side above 960 and recognition merges above 48 rows; "
@@ -186,6 +191,7 @@ Result<EngineOptions> engine_options_from(const EngineArgs& a) {
   eo.backend = a.backend;
   eo.require_gpu = a.require_gpu;
   eo.gpu_mem_mb = a.gpu_mem_mb;
+  eo.gpus = a.gpus;
   eo.threads = a.threads;
   eo.ladder = a.ladder;
   eo.job_timeout_ms = a.watchdog_s * 1000;

@@ -19,6 +19,7 @@ struct EngineArgs {
   std::string backend = "auto";
   bool require_gpu = false;
   int64_t gpu_mem_mb = -1;  // engine::kGpuMemAuto
+  std::string gpus = "all";
   int watchdog_s = 120;
   std::vector<std::string> ladder;  // hidden: explicit rungs, e.g. cpu-worker,cpu to drive fault paths without a GPU
   bool cls = false, det_only = false, rec_only = false;

@@ -31,7 +31,8 @@ bool is_sticky(const std::string& kind) {
 }  // namespace
 
 std::string FaultRule::describe() const {
-  return kind + "@" + stage + ":" + std::to_string(nth) + (from_nth_on ? "+" : "") + (persistent ? "!" : "");
+  return (gpu >= 0 ? "gpu" + std::to_string(gpu) + "/" : std::string()) + kind + "@" + stage + ":" +
+         std::to_string(nth) + (from_nth_on ? "+" : "") + (persistent ? "!" : "");
 }
 
 namespace {
@@ -57,6 +58,19 @@ Result<std::vector<FaultRule>> parse_fault_spec(const std::string& spec) {
     if (rule.empty()) continue;
     FaultRule r;
     std::string body = rule;
+    if (body.rfind("gpu", 0) == 0) {
+      const size_t slash = body.find('/');
+      const std::string k = slash == std::string::npos ? std::string() : body.substr(3, slash - 3);
+      char* end = nullptr;
+      const long gpu = std::strtol(k.c_str(), &end, 10);
+      if (k.empty() || *end != '\0' || gpu < 0 || gpu > 1024) {
+        return invalid_argument(
+            "STEADYOCR_FAULT rule '" + rule +
+            "': a device prefix is 'gpuK/' with K the engine's GPU from 0, e.g. gpu1/sticky@det:2!");
+      }
+      r.gpu = static_cast<int>(gpu);
+      body.erase(0, slash + 1);
+    }
     if (size_t tilde = body.rfind('~'); tilde != std::string::npos) {
       const std::string secs = body.substr(tilde + 1);
       char* end = nullptr;
@@ -69,7 +83,7 @@ Result<std::vector<FaultRule>> parse_fault_spec(const std::string& spec) {
       r.until_ms = now_epoch_ms() + static_cast<int64_t>(s * 1000);
       body.erase(tilde);
     }
-    if (body.back() == '!') {
+    if (!body.empty() && body.back() == '!') {
       r.persistent = true;
       body.pop_back();
     }
@@ -117,6 +131,16 @@ std::string persistent_fault_spec(const std::vector<FaultRule>& rules) {
   std::string out;
   for (auto& r : rules) {
     if (r.persistent) out += (out.empty() ? "" : ",") + r.describe();
+  }
+  return out;
+}
+
+std::vector<FaultRule> faults_for_gpu(const std::vector<FaultRule>& rules, int gpu) {
+  std::vector<FaultRule> out;
+  for (FaultRule r : rules) {
+    if (r.gpu >= 0 && r.gpu != gpu) continue;
+    r.gpu = -1;
+    out.push_back(r);
   }
   return out;
 }

@@ -1,13 +1,15 @@
 // Fault injection (STEADYOCR_FAULT) so that every recovery path is tested without broken hardware.
 //
 //   STEADYOCR_FAULT = rule[,rule...]   (',' or ';' between rules)
-//   rule  = kind "@" stage [":" N ["+"]] ["!"]
+//   rule  = ["gpu" K "/"] kind "@" stage [":" N ["+"]] ["!"]
 //   kind  = oom | oom_batch | sticky | illegal_address | launch_failure | hang | error | no_kernel_image |
 //           cudnn_not_supported
 //   stage = det | rec | cls | any
 //   N     = the Nth call of that stage in the process (1-based, default 1); "N+" = every call from the Nth on
 //   "!"   = persistent: the rule also applies in restarted workers (a device that stays bad); without it a rule
 //           fires only in the first worker process, like a transient fault.
+//   "gpuK/" = only on the engine's GPU K (with several GPUs, engine/engine.h; K counts the GPUs the engine serves on,
+//           from 0); without it a rule applies on every GPU, each counting its own calls
 //   "!~S" = persistent for S seconds from when the spec was read, then never again (a device that heals: the
 //           engine's re-probe finds it good and climbs back).
 // oom: out of memory once (recovered by freeing caches and retrying); oom_batch: out of memory whenever the
@@ -40,6 +42,7 @@ struct FaultRule {
   bool from_nth_on = false;
   bool persistent = false;
   int64_t until_ms = 0;  // "!~S": wall-clock time (ms since the epoch, shared by worker processes) the rule ends
+  int gpu = -1;          // "gpuK/": the engine's GPU K only; -1: every GPU
   std::string describe() const;
   bool expired() const;
   bool operator==(const FaultRule&) const = default;
@@ -51,6 +54,8 @@ Result<std::vector<FaultRule>> parse_fault_spec(const std::string& spec);
 std::string fault_spec(const std::vector<FaultRule>& rules);
 // The spec a restarted worker gets: only the persistent rules.
 std::string persistent_fault_spec(const std::vector<FaultRule>& rules);
+// The rules that apply on the engine's GPU `gpu` (those without "gpuK/" and those for K = gpu), device prefix dropped.
+std::vector<FaultRule> faults_for_gpu(const std::vector<FaultRule>& rules, int gpu);
 
 // Counts calls per stage and decides when a rule fires. Process-wide by design: the counter is "the Nth det
 // call of this process".

@@ -68,13 +68,14 @@ std::string Ladder::failure_reason(const std::string& rung) const {
 
 void Ladder::record(std::string from, std::string to, std::string reason, std::string detail, std::string fix,
                     bool climb) {
-  LadderEvent e{utc_now(),         std::move(from), std::move(to), std::move(reason),
-                std::move(detail), std::move(fix),  climb,         ++seq_};
+  LadderEvent e{utc_now(), std::move(from), std::move(to), std::move(reason), std::move(detail), std::move(fix),
+                climb,     ++seq_,          gpu_};
   metrics::inc("steadyocr_fallback_total", {{"from", e.from}, {"to", e.to}, {"reason", e.reason}});
+  const std::string where = gpu_.empty() ? "" : "GPU " + gpu_ + ": ";
   if (climb) {
-    log::warn("engine", "back on {} (from {}): {} healthy again", e.to, e.from, e.to);
+    log::warn("engine", "{}back on {} (from {}): {} healthy again", where, e.to, e.from, e.to);
   } else {
-    log::warn("engine", "falling back from {} to {}: {} — {}{}", e.from.empty() ? "(start)" : e.from,
+    log::warn("engine", "{}falling back from {} to {}: {} — {}{}", where, e.from.empty() ? "(start)" : e.from,
               e.to.empty() ? "(nothing)" : e.to, e.reason, e.detail, e.fix.empty() ? "" : "; fix: " + e.fix);
   }
   events_.push_back(std::move(e));

@@ -21,6 +21,7 @@ struct LadderEvent {
   std::string fix;     // what the user can do
   bool climb = false;  // true when moving back up
   uint64_t seq = 0;    // increasing; lets a caller pick the events that happened during its job
+  std::string gpu;     // with several GPUs, the engine's GPU whose ladder moved ("0", "1", ...); "" otherwise
   Finding finding() const { return {reason, detail, fix}; }
 };
 
@@ -51,6 +52,8 @@ class Ladder {
   // Called when a re-probe of `rung` failed again: pushes its next probe further out.
   void reprobe_failed(const std::string& rung, const std::string& detail);
   void set_backoff(std::chrono::milliseconds first, std::chrono::milliseconds max);
+  // With several GPUs each has its own ladder: events and log lines then name the GPU.
+  void set_gpu(std::string gpu) { gpu_ = std::move(gpu); }
 
  private:
   struct Rung {
@@ -66,6 +69,7 @@ class Ladder {
   const Rung* find(const std::string& name) const;
 
   std::vector<std::string> rungs_;
+  std::string gpu_;
   std::vector<Rung> state_;
   std::vector<LadderEvent> events_;
   uint64_t seq_ = 0;

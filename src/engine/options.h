@@ -63,6 +63,13 @@ struct EngineOptions {
   RetryPolicy retry;
   std::string log_level;  // the level worker processes log at ("" = their default)
   bool log_json = false;  // worker processes log JSON lines (as the server does)
+  // The GPUs to serve on (--gpus): "" or "all" = every visible one, else indices of the visible devices or GPU-/MIG-
+  // UUIDs, comma-separated (engine/engine.h: choose_gpus). Two or more: one ladder per GPU.
+  std::string gpus;
+  // Set by the engine for one GPU's ladder: its workers' CUDA_VISIBLE_DEVICES ("" = as inherited) and its index
+  // among the engine's GPUs ("" with a single ladder).
+  std::string device;
+  std::string gpu_label;
 };
 
 inline constexpr int64_t kGpuMemAuto = -1;
@@ -83,15 +90,17 @@ bool is_device_rung(const std::string& rung);
 // Images sent to a worker rung's process at once, and how many of them it reads in parallel.
 int worker_in_flight(const EngineOptions& options, const std::string& rung);
 int worker_jobs(const EngineOptions& options, const std::string& rung);
+// The gpu label of per-GPU metrics: the engine's index of the GPU ("0" with a single ladder).
+std::string gpu_metric_label(const EngineOptions& options);
 // The backend a rung runs on ("cpu-worker" → "cpu").
 std::string backend_of_rung(const std::string& rung);
 
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(FaultRule, kind, stage, nth, from_nth_on, persistent, until_ms)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(FaultRule, kind, stage, nth, from_nth_on, persistent, until_ms, gpu)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(RetryPolicy, worker_attempts, restarts_in_row, oom_retries,
                                                 attempts_per_rung)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(EngineOptions, models, pipeline, limits, backend, require_gpu,
                                                 gpu_mem_mb, threads, job_timeout_ms, worker_concurrency, self_test,
                                                 reprobe, reprobe_backoff_ms, worker_exe, ladder, faults, retry,
-                                                log_level, log_json)
+                                                log_level, log_json, gpus, device, gpu_label)
 
 }  // namespace steadyocr::engine

@@ -36,6 +36,7 @@ struct EngineOutcome {
   Status status;
   pipeline::OcrResult result;  // result.backend: the backend the models ran on
   std::string rung;            // the rung that produced the result (e.g. cpu-worker, whose backend is cpu)
+  std::string gpu;             // with several GPUs, the engine's GPU that read it ("0", "1", ...); "" otherwise
   std::vector<LadderEvent> events;
   int attempts = 1;          // tries, on every rung
   std::vector<uint8_t> vis;  // the encoded visualisation, when asked for

@@ -97,7 +97,7 @@ class WorkerRung : public Rung {
   Status start() override {
     if (is_gpu_rung(name())) {
       RETURN_IF_ERROR(gpu_preflight());
-      metrics::set_gauge("steadyocr_gpu_memory_budget_bytes", {{"rung", name()}},
+      metrics::set_gauge("steadyocr_gpu_memory_budget_bytes", {{"gpu", gpu_metric_label(options_)}, {"rung", name()}},
                          static_cast<double>(gpu_mem_budget_mb(options_, name())) * 1024 * 1024);
     }
     if (name().rfind("vulkan", 0) == 0) {
@@ -106,7 +106,9 @@ class WorkerRung : public Rung {
     std::lock_guard<std::mutex> lock(mu_);
     if (!supervisor_) {
       SupervisorOptions so;
-      so.name = name();
+      so.name = options_.gpu_label.empty() ? name() : name() + " (GPU " + options_.gpu_label + ")";
+      // Pinned to its GPU: the worker sees that one device only, as its device 0.
+      if (!options_.device.empty()) so.env.emplace_back("CUDA_VISIBLE_DEVICES", options_.device);
       const std::string exe = options_.worker_exe.empty() ? self_exe() : options_.worker_exe;
       so.argv = {exe, "__worker", worker_config(options_, name(), top_)};
       // A fault rule applies to the first worker only unless marked persistent ('!'): a restarted worker models a
@@ -124,7 +126,11 @@ class WorkerRung : public Rung {
     }
     auto ready = supervisor_->start();
     if (!ready.is_ok()) return ready.status();
-    log::info("engine", "{} ready: {}", name(), *ready);
+    if (options_.gpu_label.empty()) {
+      log::info("engine", "{} ready: {}", name(), *ready);
+    } else {
+      log::info("engine", "GPU {} ({}): {} ready: {}", options_.gpu_label, options_.device, name(), *ready);
+    }
     return Status::ok();
   }
 
@@ -175,7 +181,9 @@ class WorkerRung : public Rung {
           for (const char* state : kGpuMemoryStates) {
             auto it = h["gpu_mem"].find(state);
             if (it != h["gpu_mem"].end() && it->is_number()) {
-              metrics::set_gauge("steadyocr_gpu_memory_bytes", {{"rung", name()}, {"state", state}}, it->get<double>());
+              metrics::set_gauge("steadyocr_gpu_memory_bytes",
+                                 {{"gpu", gpu_metric_label(options_)}, {"rung", name()}, {"state", state}},
+                                 it->get<double>());
             }
           }
         }
@@ -237,6 +245,9 @@ int64_t gpu_mem_budget_mb(const EngineOptions& options, const std::string& rung)
   const double side = std::max(1, p.det_limit_side) / 960.0;
   const double scale = std::max({1.0, side * side, rows / 48.0});
   return static_cast<int64_t>(std::ceil(kGpuMemAutoBaseMb * scale));
+}
+std::string gpu_metric_label(const EngineOptions& options) {
+  return options.gpu_label.empty() ? "0" : options.gpu_label;
 }
 std::string backend_of_rung(const std::string& rung) {
   return rung == "cpu-worker" ? "cpu" : rung;
