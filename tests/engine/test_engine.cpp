@@ -7,6 +7,8 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <map>
+#include <set>
 #include <thread>
 
 #include "core/metrics.h"
@@ -370,6 +372,173 @@ TEST(RetryPolicy, OneRetryOnTheSameRungThenStepDown) {
   EXPECT_FALSE(f.fix.empty());
   Finding own = failure_finding(Status(StatusCode::kUnavailable, "x", {"L1_NO_DRIVER", "no driver", "install"}), true);
   EXPECT_EQ(own.code, "L1_NO_DRIVER");
+}
+
+}  // namespace
+}  // namespace steadyocr::engine
+
+// ---- several GPUs (issue 20): the test rung cpu-worker stands in for each device --------------------------------
+
+namespace steadyocr::engine {
+namespace {
+
+// Two stand-in GPUs: a worker each, the images spread over both, every result as one GPU reads it and naming its GPU.
+TEST_F(Engine, TwoGpusShareTheImagesAndReadThemAsOne) {
+  auto o = options({"cpu-worker", "cpu"});
+  o.gpus = "0,1";
+  o.worker_concurrency = 2;
+  auto e = OcrEngine::create(o);
+  ASSERT_TRUE(e.is_ok()) << e.status().to_string();
+  ASSERT_EQ((*e)->gpu_count(), 2u);
+  std::vector<ImageJob> many;
+  for (int k = 0; k < 2; ++k) many.insert(many.end(), jobs_.begin(), jobs_.end());
+  auto got = (*e)->ocr_batch(many);
+  ASSERT_EQ(got.size(), 8u);
+  std::map<std::string, int> per_gpu;
+  for (size_t i = 0; i < got.size(); ++i) {
+    ASSERT_TRUE(got[i].status.is_ok()) << got[i].status.to_string();
+    EXPECT_EQ(texts(got[i]), clean()[i % clean().size()]) << many[i].name;
+    EXPECT_EQ(got[i].rung, "cpu-worker");
+    EXPECT_TRUE(got[i].events.empty());
+    ++per_gpu[got[i].gpu];
+  }
+  // Least loaded: with both idle, the batch is split evenly.
+  EXPECT_EQ(per_gpu["0"], 4);
+  EXPECT_EQ(per_gpu["1"], 4);
+  auto gpus = (*e)->gpus();
+  ASSERT_EQ(gpus.size(), 2u);
+  for (size_t k = 0; k < 2; ++k) {
+    EXPECT_EQ(gpus[k].gpu, std::to_string(k));
+    EXPECT_EQ(gpus[k].device, std::to_string(k));  // the workers' CUDA_VISIBLE_DEVICES
+    EXPECT_TRUE(gpus[k].in_service);
+    EXPECT_EQ(gpus[k].rung, "cpu-worker");
+    EXPECT_EQ(gpus[k].images_ok, 4u);
+    EXPECT_GE(gpus[k].last_ok_age_ms, 0);
+    EXPECT_EQ(gpus[k].workers["cpu-worker"].worker_starts, 1u);  // one worker per GPU
+  }
+  EXPECT_EQ((*e)->worker_stats()["cpu-worker"].worker_starts, 2u);
+  EXPECT_EQ(metrics::value("steadyocr_gpu_in_service", {{"gpu", "1"}}), 1.0);
+  // One GPU's own path (the readiness probe of each device): not routed elsewhere.
+  EngineOutcome one = (*e)->ocr_on_gpu(1, jobs_[2]);
+  ASSERT_TRUE(one.status.is_ok()) << one.status.to_string();
+  EXPECT_EQ(one.gpu, "1");
+  EXPECT_EQ(texts(one), clean()[2]);
+  EXPECT_EQ((*e)->ocr_on_gpu(2, jobs_[0]).status.code(), StatusCode::kInvalidArgument);
+}
+
+// A device that stays bad on GPU 1 only: GPU 1 leaves service, visibly (its event, in the results it handed back),
+// its images are read on GPU 0, and GPU 0's worker never notices.
+TEST_F(Engine, OneBadGpuLeavesServiceAloneAndLosesNoImage) {
+  metrics::reset_for_testing();
+  auto o = options({"cpu-worker", "cpu"});
+  o.gpus = "0,1";
+  o.worker_concurrency = 2;
+  o.faults = faults("gpu1/sticky@det:1!");
+  auto e = OcrEngine::create(o);
+  ASSERT_TRUE(e.is_ok()) << e.status().to_string();
+  std::vector<ImageJob> many;
+  for (int k = 0; k < 2; ++k) many.insert(many.end(), jobs_.begin(), jobs_.end());
+  auto got = (*e)->ocr_batch(many);
+  ASSERT_EQ(got.size(), 8u);
+  int carried = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    ASSERT_TRUE(got[i].status.is_ok()) << got[i].status.to_string();
+    EXPECT_EQ(texts(got[i]), clean()[i % clean().size()]) << many[i].name;
+    EXPECT_EQ(got[i].gpu, "0");
+    EXPECT_EQ(got[i].rung, "cpu-worker");
+    for (auto& ev : got[i].events) carried += ev.gpu == "1" && ev.reason == "DEVICE_FAULT";
+  }
+  EXPECT_GE(carried, 1) << "the images GPU 1 handed back carry why";
+  auto gpus = (*e)->gpus();
+  ASSERT_EQ(gpus.size(), 2u);
+  EXPECT_TRUE(gpus[0].in_service);
+  EXPECT_EQ(gpus[0].workers["cpu-worker"].worker_losses, 0u);
+  EXPECT_EQ(gpus[0].images_ok, 8u);
+  EXPECT_FALSE(gpus[1].in_service);
+  EXPECT_GE(gpus[1].workers["cpu-worker"].worker_losses, 1u);
+  EXPECT_EQ(gpus[1].images_ok, 0u);
+  auto events = (*e)->events();
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].gpu, "1");
+  EXPECT_EQ(events[0].from, "cpu-worker");
+  EXPECT_EQ(events[0].reason, "DEVICE_FAULT");
+  EXPECT_EQ((*e)->current_rung(), "cpu-worker");
+  EXPECT_GE(metrics::value("steadyocr_gpu_rerouted_total", {{"gpu", "1"}}), 1.0);
+  EXPECT_EQ(metrics::value("steadyocr_gpu_in_service", {{"gpu", "1"}}), 0.0);
+  // What comes later goes to GPU 0 only.
+  auto later = (*e)->ocr_batch({jobs_[0], jobs_[1]});
+  for (auto& r : later) {
+    EXPECT_TRUE(r.status.is_ok());
+    EXPECT_EQ(r.gpu, "0");
+    EXPECT_TRUE(r.events.empty());
+  }
+}
+
+// Every GPU bad: each leaves service, and the shared host rung reads everything, as with one GPU.
+TEST_F(Engine, EveryGpuBadFallsToTheSharedHostRung) {
+  auto o = options({"cpu-worker", "cpu"});
+  o.gpus = "0,1";
+  o.worker_concurrency = 2;
+  o.faults = faults("sticky@det:1!");
+  auto e = OcrEngine::create(o);
+  ASSERT_TRUE(e.is_ok()) << e.status().to_string();
+  auto got = (*e)->ocr_batch(jobs_);
+  expect_same_as_clean(got);
+  for (auto& r : got) EXPECT_EQ(r.rung, "cpu");
+  EXPECT_EQ((*e)->current_rung(), "cpu");
+  std::set<std::string> left;
+  for (auto& ev : (*e)->events()) {
+    EXPECT_EQ(ev.from, "cpu-worker");
+    left.insert(ev.gpu);
+  }
+  EXPECT_EQ(left, (std::set<std::string>{"0", "1"}));
+  for (auto& g : (*e)->gpus()) EXPECT_FALSE(g.in_service);
+}
+
+TEST(Gpus, ChoicesAreCheckedAndNameWhatIsWrong) {
+  // Without cuda rungs the entries stand for the test rung's stand-ins, as given.
+  auto two = choose_gpus("0, 1", false);
+  ASSERT_TRUE(two.is_ok()) << two.status().to_string();
+  ASSERT_EQ(two->size(), 2u);
+  EXPECT_EQ((*two)[1].device, "1");
+  auto mig = choose_gpus("MIG-4f1d2c3b-0000-1111-2222-333344445555,MIG-4f1d2c3b-0000-1111-2222-333344446666", false);
+  ASSERT_TRUE(mig.is_ok());
+  EXPECT_EQ((*mig)[0].device, "MIG-4f1d2c3b-0000-1111-2222-333344445555");
+  EXPECT_TRUE(choose_gpus("all", false)->empty());
+  for (const char* bad : {"0,0", "0,,1", "x", "1a", "-1"}) {
+    auto r = choose_gpus(bad, false);
+    ASSERT_FALSE(r.is_ok()) << bad;
+    EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument) << bad;
+    EXPECT_NE(r.status().message().find("--gpus"), std::string::npos) << r.status().message();
+  }
+  // With cuda rungs an index must be a visible device (none here, or fewer than 100).
+  auto far = choose_gpus("99", true);
+  ASSERT_FALSE(far.is_ok());
+  EXPECT_NE(far.status().message().find("no visible device 99"), std::string::npos) << far.status().message();
+  // --gpus without a rung that runs on a device is a usage error.
+  EngineOptions o;
+  o.backend = "cpu";
+  o.gpus = "0,1";
+  auto e = OcrEngine::create(o);
+  ASSERT_FALSE(e.is_ok());
+  EXPECT_EQ(e.status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST(Gpus, FaultRulesTakeAGpuPrefix) {
+  auto rules = parse_fault_spec("gpu1/sticky@det:2!,oom@rec");
+  ASSERT_TRUE(rules.is_ok()) << rules.status().to_string();
+  ASSERT_EQ(rules->size(), 2u);
+  EXPECT_EQ((*rules)[0].gpu, 1);
+  EXPECT_EQ((*rules)[0].kind, "sticky");
+  EXPECT_EQ((*rules)[1].gpu, -1);
+  EXPECT_EQ(fault_spec(*rules), "gpu1/sticky@det:2!,oom@rec:1");
+  EXPECT_EQ(faults_for_gpu(*rules, 0).size(), 1u);  // the rule for every GPU only
+  auto on1 = faults_for_gpu(*rules, 1);
+  ASSERT_EQ(on1.size(), 2u);
+  EXPECT_EQ(on1[0].gpu, -1);  // its worker sees one device
+  for (const char* bad : {"gpu/sticky@det", "gpux/sticky@det", "gpu1/", "gpu1sticky@det"}) {
+    EXPECT_FALSE(parse_fault_spec(bad).is_ok()) << bad;
+  }
 }
 
 }  // namespace
