@@ -1,5 +1,6 @@
 // `steadyocr bench`: images/s and per-stage milliseconds of the whole engine on a set of images, measured the way
 // `ocr` runs them (same flags, same chunks), with the backend that served and every ladder move in the report.
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -62,7 +63,10 @@ constexpr const char* kJsonSchema = R"(--json prints one object:
                     mapped_peak its high-water mark; device_used: the device's used memory (context, libraries and
                     other processes included); device_used_at_start: the same when the backend was made. growth_pct:
                     how much mapped grew from after the warm-up to the end
-  events            [{time, from, to, reason, detail, fix, climb}] every ladder move
+  gpus              with several GPUs (--gpus): [{gpu, device, name, rung, in_service, images, gpu_memory}]:
+                    each GPU's results in the timed passes and its worker's device pool at the end (MiB, as
+                    gpu_memory's end); gpu_memory above is then GPU 0's
+  events            [{time, from, to, reason, detail, fix, climb, gpu}] every ladder move (gpu: with several)
   workers           {rung: {starts, losses, hangs, retries}} for worker rungs that lost a worker or retried)";
 
 struct BenchArgs {
@@ -115,13 +119,15 @@ double stage_of(const StageTimes& t, const std::string& stage) {
 }
 
 json event_json(const LadderEvent& e) {
-  return {{"time", e.time},     {"from", e.from}, {"to", e.to},      {"reason", e.reason},
-          {"detail", e.detail}, {"fix", e.fix},   {"climb", e.climb}};
+  json j = {{"time", e.time},     {"from", e.from}, {"to", e.to},      {"reason", e.reason},
+            {"detail", e.detail}, {"fix", e.fix},   {"climb", e.climb}};
+  if (!e.gpu.empty()) j["gpu"] = e.gpu;
+  return j;
 }
 
 std::string event_line(const LadderEvent& e) {
-  std::string s = e.time + ": " + (e.from.empty() ? "(start)" : e.from) + " -> " + (e.to.empty() ? "(none)" : e.to) +
-                  (e.climb ? " (back up)" : "") + ": " + e.reason;
+  std::string s = e.time + ": " + (e.gpu.empty() ? "" : "GPU " + e.gpu + ": ") + (e.from.empty() ? "(start)" : e.from) +
+                  " -> " + (e.to.empty() ? "(none)" : e.to) + (e.climb ? " (back up)" : "") + ": " + e.reason;
   if (!e.detail.empty()) s += " - " + e.detail;
   if (!e.fix.empty()) s += "; fix: " + e.fix;
   return s;
@@ -172,11 +178,11 @@ void print_time_table(const json& t) {
 
 // The serving GPU rung's device memory as its worker last reported it (steadyocr_gpu_memory_bytes), MiB; null
 // where the rung reports none (cpu rungs).
-json gpu_memory_mib(const std::string& rung) {
+json gpu_memory_mib(const std::string& rung, const std::string& gpu = "0") {
   json j = json::object();
   bool any = false;
   for (const char* state : kGpuMemoryStates) {
-    const double bytes = metrics::value("steadyocr_gpu_memory_bytes", {{"rung", rung}, {"state", state}});
+    const double bytes = metrics::value("steadyocr_gpu_memory_bytes", {{"gpu", gpu}, {"rung", rung}, {"state", state}});
     any = any || bytes > 0;
     j[state] = std::round(bytes / 1048576.0 * 10) / 10;
   }
@@ -233,6 +239,19 @@ void print_table(const json& r) {
   }
   print_time_table(r["time_table_ms"]);
   print_gpu_memory(r["gpu_memory"]);
+  if (r.contains("gpus")) {
+    std::printf("\n");
+    for (const auto& g : r["gpus"]) {
+      const json& m = g["gpu_memory"];
+      std::printf("GPU %-3s %-28s %-10s %6d images in the timed passes%s\n", g["gpu"].get<std::string>().c_str(),
+                  g["name"].get<std::string>().substr(0, 28).c_str(),
+                  g["in_service"].get<bool>() ? g["rung"].get<std::string>().c_str() : "OUT", g["images"].get<int>(),
+                  m.is_null() ? ""
+                              : fmt::format(", {:.1f} MiB mapped (peak {:.1f})", m["mapped"].get<double>(),
+                                            m["mapped_peak"].get<double>())
+                                    .c_str());
+    }
+  }
   std::string used;
   for (const auto& [rung, n] : r["backends_used"].items()) {
     used += (used.empty() ? "" : ", ") + rung + " " + std::to_string(n.get<int>());
@@ -291,16 +310,6 @@ int run_bench(const BenchArgs& a) {
     }
     read[i].bytes = std::move(*bytes);
   });
-  std::vector<size_t> index;  // file index of each image benchmarked
-  // Chunks as `ocr` sends them to the engine.
-  const size_t chunk = static_cast<size_t>(std::max(8, 2 * num_threads()));
-  std::vector<std::vector<ImageJob>> chunks;
-  for (size_t i = 0; i < files.size(); ++i) {
-    if (!errors[i].empty()) continue;
-    if (chunks.empty() || chunks.back().size() == chunk) chunks.emplace_back();
-    chunks.back().push_back(std::move(read[i]));
-    index.push_back(i);
-  }
   auto report_failures = [&] {
     size_t failed = 0;
     for (size_t i = 0; i < files.size(); ++i) {
@@ -310,7 +319,7 @@ int run_bench(const BenchArgs& a) {
     }
     return failed;
   };
-  if (index.empty()) {
+  if (std::all_of(errors.begin(), errors.end(), [](const std::string& e) { return !e.empty(); })) {
     report_failures();
     std::fprintf(stderr, "error: none of the %zu inputs could be read: no images to benchmark\n", files.size());
     return kExitUsage;
@@ -324,11 +333,22 @@ int run_bench(const BenchArgs& a) {
     return is_usage_error(engine_or.status()) ? kExitUsage : kExitFailed;
   }
   OcrEngine& engine = **engine_or;
+  std::vector<size_t> index;  // file index of each image benchmarked
+  // Chunks as `ocr` sends them to the engine: as many per GPU as with one.
+  const size_t chunk = static_cast<size_t>(std::max(8, 2 * num_threads())) * std::max<size_t>(1, engine.gpu_count());
+  std::vector<std::vector<ImageJob>> chunks;
+  for (size_t i = 0; i < files.size(); ++i) {
+    if (!errors[i].empty()) continue;
+    if (chunks.empty() || chunks.back().size() == chunk) chunks.emplace_back();
+    chunks.back().push_back(std::move(read[i]));
+    index.push_back(i);
+  }
 
   std::vector<std::vector<double>> stage_ms(std::size(kStages));
   std::vector<std::vector<double>> first_stage_ms(std::size(kStages));  // the first pass: shapes new to the engine
   bool first = true;
   std::map<std::string, int> backends_used;
+  std::map<std::string, int> per_gpu;  // results of the timed passes by GPU, with several
   TimeTable time_table;
   // One pass: every chunk through ocr_batch; failures are kept (first error per image), timings when timed.
   auto run_pass = [&](bool timed) {
@@ -348,6 +368,7 @@ int run_bench(const BenchArgs& a) {
         }
         if (!timed) continue;
         ++backends_used[o.rung];
+        if (!o.gpu.empty()) ++per_gpu[o.gpu];
         time_table.add(o.result.profile);
         for (size_t s = 0; s < std::size(kStages); ++s) stage_ms[s].push_back(stage_of(o.result.timings, kStages[s]));
       }
@@ -403,13 +424,26 @@ int run_bench(const BenchArgs& a) {
   if (!memory_end.is_null() && !memory_after_warmup.is_null()) {
     const double before = memory_after_warmup["mapped"].get<double>();
     const double growth = before > 0 ? (memory_end["mapped"].get<double>() - before) / before * 100 : 0.0;
-    const double budget = metrics::value("steadyocr_gpu_memory_budget_bytes", {{"rung", engine.current_rung()}});
+    const double budget =
+        metrics::value("steadyocr_gpu_memory_budget_bytes", {{"gpu", "0"}, {"rung", engine.current_rung()}});
     r["gpu_memory"] = {{"after_warmup", memory_after_warmup},
                        {"end", memory_end},
                        {"growth_pct", std::round(growth * 100) / 100},
                        {"budget", std::round(budget / 1048576.0 * 10) / 10}};
   } else {
     r["gpu_memory"] = nullptr;
+  }
+  if (engine.gpu_count() > 1) {
+    r["gpus"] = json::array();
+    for (const auto& g : engine.gpus()) {
+      r["gpus"].push_back({{"gpu", g.gpu},
+                           {"device", g.device},
+                           {"name", g.name},
+                           {"rung", g.rung},
+                           {"in_service", g.in_service},
+                           {"images", per_gpu[g.gpu]},
+                           {"gpu_memory", g.rung.empty() ? json() : gpu_memory_mib(g.rung, g.gpu)}});
+    }
   }
   const auto events = engine.events();
   r["fell_back"] = std::any_of(events.begin(), events.end(), [](const auto& e) { return !e.climb; });

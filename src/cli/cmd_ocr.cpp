@@ -142,8 +142,8 @@ int run_ocr(const OcrArgs& a) {
   if (format == OutputFormat::kTsv) out << tsv_header();
 
   // Chunks: files are read in parallel, then the engine runs them together (in parallel where the backend
-  // allows); results are written as each chunk completes.
-  const size_t chunk = static_cast<size_t>(std::max(8, 2 * num_threads()));
+  // allows, spread over the GPUs with several); results are written as each chunk completes.
+  const size_t chunk = static_cast<size_t>(std::max(8, 2 * num_threads())) * std::max<size_t>(1, engine.gpu_count());
   for (size_t start = 0; start < files.size(); start += chunk) {
     const size_t n = std::min(chunk, files.size() - start);
     std::vector<ImageOutcome> batch(n);
@@ -181,6 +181,7 @@ int run_ocr(const OcrArgs& a) {
       ImageOutcome& o = batch[index[r]];
       o.fallbacks = results[r].events;
       o.rung = results[r].rung;
+      o.gpu = results[r].gpu;
       if (!results[r].status.is_ok()) {
         o.ok = false;
         o.result.backend = backend_of_rung(results[r].rung);
@@ -229,9 +230,17 @@ int run_ocr(const OcrArgs& a) {
   }
   // Every move on the backend ladder, also with --quiet: a slower backend is never silent.
   for (const auto& e : engine.events()) {
-    std::fprintf(stderr, "ocr: backend event %s: %s -> %s: %s%s%s\n", e.time.c_str(), e.from.c_str(),
+    std::fprintf(stderr, "ocr: backend event %s: %s%s -> %s: %s%s%s\n", e.time.c_str(),
+                 e.gpu.empty() ? "" : ("GPU " + e.gpu + ": ").c_str(), e.from.c_str(),
                  e.to.empty() ? "(none)" : e.to.c_str(), e.reason.c_str(),
                  e.detail.empty() ? "" : (" - " + e.detail).c_str(), e.fix.empty() ? "" : ("; fix: " + e.fix).c_str());
+  }
+  if (engine.gpu_count() > 1 && !a.quiet) {
+    for (const auto& g : engine.gpus()) {
+      std::fprintf(stderr, "ocr: GPU %s (%s): %llu images read, %s\n", g.gpu.c_str(), g.device.c_str(),
+                   static_cast<unsigned long long>(g.images_ok),
+                   g.in_service ? ("serving on " + g.rung).c_str() : "out of service");
+    }
   }
   for (const auto& [rung, st] : engine.worker_stats()) {
     if (st.worker_losses || st.retries) {

@@ -69,16 +69,17 @@ Command add_serve_command(CLI::App& root) {
   app->add_option("--http-threads", s.http_threads, "Connections served at once (threads start as needed)")
       ->check(CLI::Range(8, 65536))
       ->capture_default_str();
-  app->add_option("--concurrency", s.concurrency, "Engine calls in flight at once")
+  app->add_option("--concurrency", s.concurrency, "Engine calls in flight at once, per GPU the engine serves on")
       ->check(CLI::Range(1, 256))
       ->capture_default_str();
   app->add_option("--batch-images", s.batch_images,
                   "Images handed to one engine call (0: the rung's in-flight count on worker rungs, else 4)")
       ->check(CLI::Range(0, 1024))
       ->capture_default_str();
-  app->add_option("--admit-mem-mb", s.admit_mem_mb,
-                  "Predicted working memory of the images in engine calls at once, MB; larger pages wait for room "
-                  "(0: 8192 on GPU rungs, none on CPU; -1: none; --gpu-mem is the engine's own, met by waiting)")
+  app->add_option(
+         "--admit-mem-mb", s.admit_mem_mb,
+         "Predicted working memory of the images in engine calls at once, MB; larger pages wait for room "
+         "(0: 8192 per GPU on GPU rungs, none on CPU; -1: none; --gpu-mem is the engine's own, met by waiting)")
       ->check(CLI::Range(int64_t{-1}, int64_t{1} << 30))
       ->capture_default_str();
   app->add_option("--probe-interval-ms", s.probe_interval_ms, "Readiness probe through the engine when idle this long")

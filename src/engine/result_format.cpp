@@ -56,13 +56,10 @@ nlohmann::ordered_json outcome_to_json(const ImageOutcome& o) {
   const pipeline::StageTimes& t = o.result.timings;
   nlohmann::ordered_json fallbacks = nlohmann::ordered_json::array();
   for (const auto& e : o.fallbacks) {
-    fallbacks.push_back({{"from", e.from},
-                         {"to", e.to},
-                         {"reason", e.reason},
-                         {"detail", e.detail},
-                         {"fix", e.fix},
-                         {"climb", e.climb},
-                         {"time", e.time}});
+    nlohmann::ordered_json f = {{"from", e.from}, {"to", e.to},       {"reason", e.reason}, {"detail", e.detail},
+                                {"fix", e.fix},   {"climb", e.climb}, {"time", e.time}};
+    if (!e.gpu.empty()) f["gpu"] = e.gpu;
+    fallbacks.push_back(std::move(f));
   }
   nlohmann::ordered_json j = {{"lines", lines},
                               {"backend", o.result.backend},
@@ -75,6 +72,7 @@ nlohmann::ordered_json outcome_to_json(const ImageOutcome& o) {
                                 {"cls", rounded(t.cls, 2)},
                                 {"rec", rounded(t.rec, 2)},
                                 {"total", rounded(t.total, 2)}}}};
+  if (!o.gpu.empty()) j["gpu"] = o.gpu;
   if (o.ok) {
     j["width"] = o.result.width;
     j["height"] = o.result.height;

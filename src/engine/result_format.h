@@ -26,6 +26,7 @@ struct ImageOutcome {
   std::string error;
   pipeline::OcrResult result;  // result.backend: the backend the models ran on
   std::string rung;            // the rung of the ladder that read it
+  std::string gpu;             // with several GPUs, the engine's GPU that read it ("" otherwise)
   // Moves on the backend ladder while this image ran (step downs and climbs), each with its reason code.
   std::vector<LadderEvent> fallbacks;
 };

@@ -268,8 +268,16 @@ class HttpFront {
 void print_rung(const engine::OcrEngine& e) {
   std::printf("steadyocr serve: serving from rung %s (backend %s)\n", e.current_rung().c_str(),
               engine::backend_of_rung(e.current_rung()).c_str());
+  if (e.gpu_count() > 1) {
+    for (const auto& g : e.gpus()) {
+      std::printf("steadyocr serve: GPU %s (%s, CUDA_VISIBLE_DEVICES=%s): %s\n", g.gpu.c_str(),
+                  g.name.empty() ? "name not known" : g.name.c_str(), g.device.c_str(),
+                  g.in_service ? ("serving on " + g.rung).c_str() : "out of service (re-probed)");
+    }
+  }
   for (const auto& ev : e.events()) {
-    std::printf("steadyocr serve: backend event %s: %s -> %s: %s%s%s\n", ev.time.c_str(), ev.from.c_str(),
+    std::printf("steadyocr serve: backend event %s: %s%s -> %s: %s%s%s\n", ev.time.c_str(),
+                ev.gpu.empty() ? "" : ("GPU " + ev.gpu + ": ").c_str(), ev.from.c_str(),
                 ev.to.empty() ? "(none)" : ev.to.c_str(), ev.reason.c_str(),
                 ev.detail.empty() ? "" : (" - " + ev.detail).c_str(),
                 ev.fix.empty() ? "" : ("; fix: " + ev.fix).c_str());
@@ -311,7 +319,9 @@ int serve(const ServerOptions& options, const engine::EngineOptions& engine_opti
   std::shared_ptr<engine::OcrEngine> engine(std::move(*created));
   AdmissionOptions ao;
   ao.max_queue = options.max_queue;
-  ao.concurrency = options.concurrency;
+  // Per GPU: each engine call is spread over the GPUs in service, so that many calls keep each GPU as busy as one.
+  const int gpus = static_cast<int>(std::max<size_t>(1, engine->gpu_count()));
+  ao.concurrency = options.concurrency * gpus;
   const std::string rung = engine->current_rung();
   ao.batch_images = options.batch_images > 0       ? options.batch_images
                     : engine::is_worker_rung(rung) ? engine::worker_in_flight(engine_options, rung)
@@ -321,7 +331,7 @@ int serve(const ServerOptions& options, const engine::EngineOptions& engine_opti
   } else if (options.admit_mem_mb == 0 && engine::is_gpu_rung(rung)) {
     // Not --gpu-mem: the engine meets that budget itself by waiting for memory, and the pages admitted at once must
     // be enough to keep the worker's images in flight (a 640 MiB budget would admit about four).
-    ao.memory_budget_bytes = int64_t{8192} << 20;
+    ao.memory_budget_bytes = (int64_t{8192} << 20) * gpus;
   }
   metrics::set_gauge("steadyocr_admission_memory_bytes", {{"state", "budget"}},
                      static_cast<double>(ao.memory_budget_bytes));

@@ -61,26 +61,48 @@ void Readiness::probe_loop() {
     if (!first) cv_.wait_for(lock, std::chrono::milliseconds(std::max(50, options_.probe_interval_ms / 4)));
     if (stop_) return;
     if (draining_) continue;
-    const double idle = ms_since(last_success_);
-    if (!first && idle >= 0 && idle < options_.probe_interval_ms) continue;  // traffic proves the rung works
     std::shared_ptr<engine::OcrEngine> e = engine_;
     if (!e) continue;
+    if (e->gpu_count() > 1) {
+      // Several GPUs: each in service is probed when its own traffic is idle, so that a dead device is seen on its
+      // own (an out-of-service one is the engine's to re-probe).
+      lock.unlock();
+      const std::vector<engine::GpuState> gpus = e->gpus();
+      for (size_t k = 0; k < gpus.size(); ++k) {
+        const auto& g = gpus[k];
+        if (!g.in_service) continue;
+        if (!first && g.last_ok_age_ms >= 0 && g.last_ok_age_ms < options_.probe_interval_ms) continue;
+        Stopwatch sw;
+        engine::EngineOutcome o = e->ocr_on_gpu(k, job);
+        record_probe(o, sw.elapsed_ms(), lock);
+        lock.unlock();
+      }
+      lock.lock();
+      continue;
+    }
+    const double idle = ms_since(last_success_);
+    if (!first && idle >= 0 && idle < options_.probe_interval_ms) continue;  // traffic proves the rung works
     lock.unlock();
     Stopwatch sw;
     engine::EngineOutcome o = e->ocr(job);
-    const double ms = sw.elapsed_ms();
-    metrics::inc("steadyocr_readiness_probes_total", {{"rung", o.rung}, {"status", o.status.is_ok() ? "ok" : "error"}});
-    lock.lock();
-    ++probes_;
-    last_probe_ = Steady::now();
-    last_probe_ok_ = o.status.is_ok();
-    last_probe_ms_ = ms;
-    last_probe_error_ = o.status.is_ok() ? "" : o.status.to_string();
-    if (o.status.is_ok()) {
-      last_success_ = last_probe_;
-    } else {
-      log::warn("server", "readiness probe failed on {}: {}", o.rung.empty() ? "(no rung)" : o.rung, last_probe_error_);
-    }
+    record_probe(o, sw.elapsed_ms(), lock);
+  }
+}
+
+void Readiness::record_probe(const engine::EngineOutcome& o, double ms, std::unique_lock<std::mutex>& lock) {
+  metrics::inc("steadyocr_readiness_probes_total", {{"rung", o.rung}, {"status", o.status.is_ok() ? "ok" : "error"}});
+  lock.lock();
+  ++probes_;
+  last_probe_ = Steady::now();
+  last_probe_ok_ = o.status.is_ok();
+  last_probe_ms_ = ms;
+  last_probe_error_ = o.status.is_ok() ? "" : o.status.to_string();
+  if (!o.gpu.empty()) gpu_probes_[o.gpu] = {o.status.is_ok(), ms, last_probe_error_};
+  if (o.status.is_ok()) {
+    last_success_ = last_probe_;
+  } else {
+    log::warn("server", "readiness probe failed on {}{}: {}", o.gpu.empty() ? "" : "GPU " + o.gpu + " ",
+              o.rung.empty() ? "(no rung)" : o.rung, last_probe_error_);
   }
 }
 
@@ -121,14 +143,49 @@ Readiness::Report Readiness::report() const {
     }
     for (size_t k = from; k < events.size(); ++k) {
       const auto& ev = events[k];
-      fallbacks.push_back({{"from", ev.from},
-                           {"to", ev.to},
-                           {"reason", ev.reason},
-                           {"detail", ev.detail},
-                           {"fix", ev.fix},
-                           {"time", ev.time}});
+      nlohmann::ordered_json f = {{"from", ev.from},     {"to", ev.to},   {"reason", ev.reason},
+                                  {"detail", ev.detail}, {"fix", ev.fix}, {"time", ev.time}};
+      if (!ev.gpu.empty()) f["gpu"] = ev.gpu;
+      fallbacks.push_back(std::move(f));
     }
     b["fallbacks"] = fallbacks;
+    if (e->gpu_count() > 1) {
+      // Each GPU: the rung it serves on (or out of service, and why: its standing events), its traffic and probe.
+      nlohmann::ordered_json gpus = nlohmann::ordered_json::array();
+      for (const auto& g : e->gpus()) {
+        nlohmann::ordered_json j = {{"gpu", g.gpu},
+                                    {"device", g.device},
+                                    {"name", g.name},
+                                    {"in_service", g.in_service},
+                                    {"rung", g.rung},
+                                    {"in_flight", g.in_flight},
+                                    {"images_ok", g.images_ok},
+                                    {"images_failed", g.images_failed}};
+        j["last_inference_age_ms"] = g.last_ok_age_ms < 0 ? nlohmann::ordered_json(nullptr)
+                                                          : nlohmann::ordered_json(std::lround(g.last_ok_age_ms));
+        if (auto it = gpu_probes_.find(g.gpu); it != gpu_probes_.end()) {
+          j["probe"] = {{"ok", it->second.ok}, {"ms", std::round(it->second.ms * 100) / 100}};
+          if (!it->second.ok) j["probe"]["error"] = it->second.error;
+        }
+        if (!g.in_service) {
+          nlohmann::ordered_json why = nlohmann::ordered_json::array();
+          size_t from = 0;
+          for (size_t k = 0; k < g.events.size(); ++k) {
+            if (g.events[k].climb) from = k + 1;
+          }
+          for (size_t k = from; k < g.events.size(); ++k) {
+            why.push_back({{"from", g.events[k].from},
+                           {"to", g.events[k].to},
+                           {"reason", g.events[k].reason},
+                           {"detail", g.events[k].detail},
+                           {"time", g.events[k].time}});
+          }
+          j["out_of_service"] = why;
+        }
+        gpus.push_back(std::move(j));
+      }
+      b["gpus"] = gpus;
+    }
   }
   b["last_inference_age_ms"] = age < 0 ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(std::lround(age));
   nlohmann::ordered_json probe = {{"count", probes_}};

@@ -9,6 +9,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -49,6 +50,8 @@ class Readiness {
  private:
   void probe_loop();
   double ms_since(std::chrono::steady_clock::time_point t) const;
+  // Records a probe's outcome; called unlocked, returns with `lock` held.
+  void record_probe(const engine::EngineOutcome& o, double ms, std::unique_lock<std::mutex>& lock);
 
   ReadinessOptions options_;
   std::shared_ptr<engine::OcrEngine> engine_;  // guarded by mu_
@@ -62,6 +65,12 @@ class Readiness {
   double last_probe_ms_ = 0;
   std::string last_probe_error_;
   uint64_t probes_ = 0;
+  struct GpuProbe {
+    bool ok = false;
+    double ms = 0;
+    std::string error;
+  };
+  std::map<std::string, GpuProbe> gpu_probes_;  // the last probe of each GPU, with several
   std::thread thread_;
 };
 

@@ -40,6 +40,11 @@ void describe_server_metrics() {
   describe("steadyocr_fallback_total", "Moves on the backend ladder, by from, to and reason");
   describe("steadyocr_deadline_dropped_total", "Images dropped at their deadline, by where (queue: never run)");
   describe("steadyocr_readiness_probes_total", "Readiness probes run through the engine, by rung and status");
+  describe("steadyocr_gpu_in_service", "With several GPUs: 1 for each GPU serving on a device rung, 0 out of service",
+           false);
+  describe("steadyocr_gpu_in_flight", "With several GPUs: images inside engine calls on each GPU", false);
+  describe("steadyocr_gpu_images_total", "With several GPUs: images read on each GPU, by gpu and status");
+  describe("steadyocr_gpu_rerouted_total", "Images a GPU handed back when it left service, read on another, by gpu");
   describe("steadyocr_build_info", "Build of this binary (always 1)", false);
   describe("steadyocr_doctor_check_info", "The doctor's layer 1-2 checks at start, by status and finding code", false);
   metrics::set_gauge("steadyocr_build_info",
@@ -104,6 +109,12 @@ void refresh_live_metrics(const engine::OcrEngine* engine, const LiveFigures& li
   for (const auto& r : engine->ladder().rungs()) {
     metrics::set_gauge("steadyocr_rung_in_use", {{"rung", r}, {"backend", engine::backend_of_rung(r)}},
                        r == current ? 1 : 0);
+  }
+  if (engine->gpu_count() > 1) {
+    for (const auto& g : engine->gpus()) {
+      metrics::set_gauge("steadyocr_gpu_in_service", {{"gpu", g.gpu}}, g.in_service ? 1 : 0);
+      metrics::set_gauge("steadyocr_gpu_in_flight", {{"gpu", g.gpu}}, g.in_flight);
+    }
   }
   for (const auto& [rung, st] : engine->worker_stats()) {
     const metrics::Labels l = {{"rung", rung}};

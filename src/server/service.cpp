@@ -226,6 +226,7 @@ nlohmann::ordered_json OcrService::result_json(const std::string& name, const Im
   o.error = run.outcome.status.is_ok() ? "" : run.outcome.status.message();
   o.result = run.outcome.result;
   o.rung = run.outcome.rung;
+  o.gpu = run.outcome.gpu;
   o.fallbacks = run.outcome.events;
   nlohmann::ordered_json j = engine::outcome_to_json(o);
   j["timings_ms"]["queue"] = std::round(run.queue_ms * 100) / 100;

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <fstream>
 #include <mutex>
 #include <set>
 #include <sstream>
@@ -440,6 +441,81 @@ TEST_F(ServerLifecycle, KilledWorkerUnderLoadLosesNoRequestAndIsCounted) {
   auto after = s.workers();
   ASSERT_EQ(after.size(), 1u);
   EXPECT_NE(after[0], workers[0]);
+  EXPECT_EQ(s.signal_and_wait(SIGTERM, 30), 0);
+  EXPECT_TRUE(s.workers().empty());
+}
+
+}  // namespace
+}  // namespace steadyocr
+
+namespace steadyocr {
+namespace {
+
+// The CUDA_VISIBLE_DEVICES a process was started with ("" when none).
+std::string visible_devices_of(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/environ", std::ios::binary);
+  std::string env((std::istreambuf_iterator<char>(in)), {});
+  const std::string key = std::string("CUDA_VISIBLE_DEVICES=");
+  for (size_t pos = 0; pos < env.size();) {
+    const size_t end = env.find('\0', pos);
+    const std::string kv = env.substr(pos, end == std::string::npos ? std::string::npos : end - pos);
+    if (kv.rfind(key, 0) == 0) return kv.substr(key.size());
+    if (end == std::string::npos) break;
+    pos = end + 1;
+  }
+  return "";
+}
+
+// Two GPUs (the cpu-worker rung standing in for each): a worker per GPU pinned by CUDA_VISIBLE_DEVICES; a device that
+// stays bad on GPU 1 takes GPU 1 out of service alone — every request answered 200 from GPU 0, /readyz ready with
+// GPU 1 out and why, /metrics per GPU.
+TEST_F(ServerLifecycle, OneBadGpuOfTwoLeavesServiceAloneAndLosesNoRequest) {
+  ServerProcess s({"--ladder", "cpu-worker,cpu", "--gpus", "0,1", "--threads", "2", "--max-queue", "64"},
+                  {"STEADYOCR_FAULT=gpu1/sticky@det:1!"});
+  ASSERT_TRUE(s.started() && s.wait_ready()) << s.log();
+  std::set<std::string> pinned;
+  for (pid_t w : s.workers()) pinned.insert(visible_devices_of(w));
+  EXPECT_TRUE(pinned.count("0")) << "GPU 0's worker sees device 0 only";
+  const std::vector<std::string> docs = {data("engine/doc_0000.jpg"), data("engine/doc_0001.jpg"),
+                                         data("engine/doc_0002.jpg"), data("engine/doc_0003.jpg")};
+  Tally t;
+  std::vector<std::thread> clients;
+  std::atomic<int> on_gpu0{0};
+  for (int k = 0; k < 4; ++k) {
+    clients.emplace_back([&, k] {
+      auto c = s.client();
+      for (int i = 0; i < 4; ++i) {
+        auto r = c.Post("/v1/ocr", docs[(k + i) % docs.size()], "image/jpeg");
+        t.add(r, 0);
+        if (r && r->status == 200) {
+          json b = body_json(r);
+          EXPECT_EQ(b["rung"], "cpu-worker") << r->body;
+          on_gpu0 += b.value("gpu", "") == "0";
+        }
+      }
+    });
+  }
+  for (auto& th : clients) th.join();
+  EXPECT_EQ(t.lost, 0);
+  EXPECT_EQ(t.by_status[200], 16) << "zero lost requests";
+  EXPECT_EQ(on_gpu0, 16) << "GPU 1 read nothing: its device faults on every call";
+  auto ready = s.client().Get("/readyz");
+  ASSERT_TRUE(ready);
+  EXPECT_EQ(ready->status, 200) << ready->body;
+  json rb = json::parse(ready->body, nullptr, false);
+  ASSERT_TRUE(rb.contains("gpus")) << ready->body;
+  ASSERT_EQ(rb["gpus"].size(), 2u) << ready->body;
+  EXPECT_TRUE(rb["gpus"][0]["in_service"].get<bool>()) << ready->body;
+  EXPECT_EQ(rb["gpus"][0]["device"], "0");
+  EXPECT_FALSE(rb["gpus"][1]["in_service"].get<bool>()) << ready->body;
+  ASSERT_FALSE(rb["gpus"][1]["out_of_service"].empty()) << ready->body;
+  EXPECT_EQ(rb["gpus"][1]["out_of_service"][0]["reason"], "DEVICE_FAULT") << ready->body;
+  auto m = s.client().Get("/metrics");
+  ASSERT_TRUE(m);
+  EXPECT_EQ(metric(m->body, R"(steadyocr_gpu_in_service{gpu="0"})"), 1) << m->body;
+  EXPECT_EQ(metric(m->body, R"(steadyocr_gpu_in_service{gpu="1"})"), 0) << m->body;
+  EXPECT_GE(metric(m->body, R"(steadyocr_gpu_images_total{gpu="0",status="ok"})"), 16) << m->body;
+  EXPECT_GE(metric(m->body, R"(steadyocr_gpu_rerouted_total{gpu="1"})"), 1) << m->body;
   EXPECT_EQ(s.signal_and_wait(SIGTERM, 30), 0);
   EXPECT_TRUE(s.workers().empty());
 }

@@ -227,6 +227,7 @@ std::vector<Read> Session::read(const std::vector<engine::ImageJob>& jobs, const
     o.path = i < inputs.size() ? inputs[i] : jobs[i].name;
     o.fallbacks = results[i].events;
     o.rung = results[i].rung;
+    o.gpu = results[i].gpu;
     const Status& s = results[i].status;
     if (s.is_ok()) {
       o.result = std::move(results[i].result);
@@ -247,8 +248,10 @@ std::vector<Read> Session::read(const std::vector<engine::ImageJob>& jobs, const
 }
 
 nlohmann::ordered_json event_json(const engine::LadderEvent& e) {
-  return {{"from", e.from}, {"to", e.to},       {"reason", e.reason}, {"detail", e.detail},
-          {"fix", e.fix},   {"climb", e.climb}, {"time", e.time}};
+  nlohmann::ordered_json j = {{"from", e.from}, {"to", e.to},       {"reason", e.reason}, {"detail", e.detail},
+                              {"fix", e.fix},   {"climb", e.climb}, {"time", e.time}};
+  if (!e.gpu.empty()) j["gpu"] = e.gpu;
+  return j;
 }
 
 nlohmann::ordered_json Session::info() const {
@@ -260,11 +263,25 @@ nlohmann::ordered_json Session::info() const {
         {"starts", st.worker_starts}, {"losses", st.worker_losses}, {"hangs", st.hangs}, {"retries", st.retries}};
   }
   const std::string rung = engine_->current_rung();
-  return {{"version", STEADYOCR_VERSION},
-          {"rung", rung},
-          {"backend", rung.empty() ? "" : engine::backend_of_rung(rung)},
-          {"events", events},
-          {"workers", workers}};
+  nlohmann::ordered_json info = {{"version", STEADYOCR_VERSION},
+                                 {"rung", rung},
+                                 {"backend", rung.empty() ? "" : engine::backend_of_rung(rung)},
+                                 {"events", events},
+                                 {"workers", workers}};
+  if (engine_->gpu_count() > 1) {
+    nlohmann::ordered_json gpus = nlohmann::ordered_json::array();
+    for (const auto& g : engine_->gpus()) {
+      gpus.push_back({{"gpu", g.gpu},
+                      {"device", g.device},
+                      {"name", g.name},
+                      {"in_service", g.in_service},
+                      {"rung", g.rung},
+                      {"images_ok", g.images_ok},
+                      {"images_failed", g.images_failed}});
+    }
+    info["gpus"] = gpus;
+  }
+  return info;
 }
 
 Result<std::vector<uint8_t>> encode_pixels(const cv::Mat& picture) {
