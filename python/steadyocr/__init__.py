@@ -66,6 +66,11 @@ class Result:
         return self._dict["rung"]
 
     @property
+    def gpu(self):
+        """With several GPUs, the engine's GPU that read the image ("0", "1", ...); None otherwise."""
+        return self._dict.get("gpu")
+
+    @property
     def fallbacks(self):
         """Moves on the backend ladder that stand for this image: dicts with from, to, reason, detail, fix, climb,
         time."""

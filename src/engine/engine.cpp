@@ -511,6 +511,12 @@ Result<std::unique_ptr<OcrEngine>> OcrEngine::create(const EngineOptions& option
   if (gpus.size() <= 1) {
     // One ladder: CUDA's own choice of device, or the one GPU --gpus names.
     EngineOptions o = options;
+    // The single ladder is GPU 0: rules for another GPU have no device to fire on.
+    o.faults = faults_for_gpu(options.faults, 0);
+    if (o.faults.size() < options.faults.size()) {
+      log::warn("fault", "{} fault rule(s) name a GPU other than 0, and this engine serves on one: not armed",
+                options.faults.size() - o.faults.size());
+    }
     if (gpus.size() == 1) {
       o.device = gpus[0].device;
       log::info("engine", "serving on GPU {} ({}) only: its workers get CUDA_VISIBLE_DEVICES={}", options.gpus,

@@ -91,3 +91,22 @@ def test_draw_is_the_cli_vis(ocr, tmp_path):
     got = ocr(str(page)).draw()
     assert got.shape == want.shape
     assert np.array_equal(got, want)
+
+
+def test_two_gpus_stand_ins(ocr):
+    # Several GPUs (the cpu-worker test rung standing in for each): results name the GPU that read them, info() lists
+    # both, and the lines are those of one engine.
+    import steadyocr
+    from conftest import BIN, MODELS
+
+    two = steadyocr.OCR(models=str(MODELS), ladder="cpu-worker,cpu", gpus="0,1", worker_exe=str(BIN), threads=2)
+    results = two.read_batch([str(p) for p in IMAGES[:4]])
+    assert {r.gpu for r in results} == {"0", "1"}
+    for r, p in zip(results, IMAGES[:4]):
+        assert r.rung == "cpu-worker"
+        assert [line.text for line in r.lines] == [line.text for line in ocr(str(p)).lines]
+    gpus = two.info()["gpus"]
+    assert [g["gpu"] for g in gpus] == ["0", "1"]
+    assert all(g["in_service"] and g["rung"] == "cpu-worker" for g in gpus)
+    assert sum(g["images_ok"] for g in gpus) == len(results) == len(IMAGES[:4])
+    assert ocr(str(IMAGES[0])).gpu is None
