@@ -284,7 +284,9 @@ NvmlFacts probe_nvml() {
       if (current == 1 && max_mig && mig_handle && max_mig(h, &slots) == 0) {
         for (unsigned int k = 0; k < slots; ++k) {
           void* mh = nullptr;
-          if (mig_handle(h, k, &mh) == 0) ++d.mig_instances;
+          if (mig_handle(h, k, &mh) != 0) continue;
+          ++d.mig_instances;
+          if (uuid && uuid(mh, buf, sizeof(buf)) == 0) d.mig_uuids.emplace_back(buf);
         }
       }
     }

@@ -69,6 +69,7 @@ struct NvmlDevice {
   long long ecc_uncorrected_volatile = -1;  // -1 when not supported
   int mig_current = -1, mig_pending = -1;   // nvmlDeviceGetMigMode: 1 enabled, 0 disabled, -1 not supported
   int mig_instances = 0;                    // MIG devices (GPU instances x compute instances) present
+  std::vector<std::string> mig_uuids;       // theirs ("MIG-..."), as CUDA_VISIBLE_DEVICES takes them
 };
 
 struct NvmlFacts {

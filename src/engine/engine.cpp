@@ -410,6 +410,14 @@ std::string describe_visible(const doctor::DriverFacts& d) {
 }  // namespace
 
 Result<std::vector<GpuChoice>> choose_gpus(const std::string& gpus, bool with_gpu_rungs) {
+  if (!with_gpu_rungs) return choose_gpus_from(gpus, false, {}, {}, false);
+  const char* cvd = std::getenv("CUDA_VISIBLE_DEVICES");
+  return choose_gpus_from(gpus, true, doctor::probe_driver(), doctor::probe_nvml(), cvd != nullptr);
+}
+
+Result<std::vector<GpuChoice>> choose_gpus_from(const std::string& gpus, bool with_gpu_rungs,
+                                                const doctor::DriverFacts& d, const doctor::NvmlFacts& nvml,
+                                                bool visible_devices_set) {
   const bool all = gpus.empty() || gpus == "all";
   if (all && !with_gpu_rungs) return std::vector<GpuChoice>{};
   std::vector<std::string> entries;
@@ -432,10 +440,25 @@ Result<std::vector<GpuChoice>> choose_gpus(const std::string& gpus, bool with_gp
     for (const auto& e : entries) out.push_back({e, "stand-in " + e});
     return out;
   }
-  const doctor::DriverFacts d = doctor::probe_driver();
   const bool listed = d.loaded && d.init_result == 0;
   std::vector<GpuChoice> out;
   if (all) {
+    // MIG instances (CUDA lists one of them per process unless CUDA_VISIBLE_DEVICES names them): one worker each, from
+    // NVML's list, when nothing narrowed what this process may use.
+    const bool mig = !visible_devices_set && std::any_of(nvml.devices.begin(), nvml.devices.end(),
+                                                         [](const auto& n) { return !n.mig_uuids.empty(); });
+    if (mig) {
+      for (const auto& n : nvml.devices) {
+        if (n.mig_current == 1) {
+          for (size_t k = 0; k < n.mig_uuids.size(); ++k)
+            out.push_back({n.mig_uuids[k], n.name + " MIG " + std::to_string(k)});
+        } else if (!n.uuid.empty()) {
+          out.push_back({n.uuid, n.name});
+        }
+      }
+      if (out.size() < 2) out.clear();
+      return out;
+    }
     // One GPU or none: the single ladder of before, CUDA's choice (the pre-flight names what is wrong).
     if (!listed || d.devices.size() < 2) return out;
     for (const auto& dev : d.devices)

@@ -18,6 +18,7 @@
 #include <thread>
 #include <vector>
 
+#include "doctor/probes.h"
 #include "engine/ladder.h"
 #include "engine/options.h"
 #include "engine/rung.h"
@@ -92,5 +93,10 @@ struct GpuChoice {
   std::string name;
 };
 Result<std::vector<GpuChoice>> choose_gpus(const std::string& gpus, bool with_gpu_rungs);
+// The same on facts (tests give them): `all` with MIG instances on the machine and CUDA_VISIBLE_DEVICES unset is one
+// entry per MIG instance (and per GPU without MIG), by NVML's UUIDs.
+Result<std::vector<GpuChoice>> choose_gpus_from(const std::string& gpus, bool with_gpu_rungs,
+                                                const doctor::DriverFacts& driver, const doctor::NvmlFacts& nvml,
+                                                bool visible_devices_set);
 
 }  // namespace steadyocr::engine

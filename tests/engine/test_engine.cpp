@@ -543,3 +543,51 @@ TEST(Gpus, FaultRulesTakeAGpuPrefix) {
 
 }  // namespace
 }  // namespace steadyocr::engine
+
+namespace steadyocr::engine {
+namespace {
+
+// On the driver's and NVML's facts: every visible GPU by UUID; indices into the visible list; one entry per MIG
+// instance when MIG is on and CUDA_VISIBLE_DEVICES does not narrow the choice.
+TEST(Gpus, AllIsEveryVisibleGpuOrEveryMigInstance) {
+  doctor::DriverFacts d;
+  d.loaded = true;
+  d.init_result = 0;
+  for (int i = 0; i < 2; ++i) {
+    doctor::DriverDevice dev;
+    dev.index = i;
+    dev.name = "NVIDIA H200";
+    dev.uuid = "GPU-0000000" + std::to_string(i);
+    d.devices.push_back(dev);
+  }
+  doctor::NvmlFacts n;
+  auto all = choose_gpus_from("all", true, d, n, false);
+  ASSERT_TRUE(all.is_ok());
+  ASSERT_EQ(all->size(), 2u);
+  EXPECT_EQ((*all)[1].device, "GPU-00000001");
+  auto second = choose_gpus_from("1", true, d, n, false);
+  ASSERT_TRUE(second.is_ok());
+  ASSERT_EQ(second->size(), 1u);
+  EXPECT_EQ((*second)[0].device, "GPU-00000001");  // pinned by UUID, whatever CUDA_VISIBLE_DEVICES held
+  EXPECT_FALSE(choose_gpus_from("2", true, d, n, false).is_ok());
+  d.devices.pop_back();
+  EXPECT_TRUE(choose_gpus_from("all", true, d, n, false)->empty()) << "one GPU: the single ladder of before";
+  // MIG on the first GPU (three instances), not on the second.
+  for (int i = 0; i < 2; ++i) {
+    doctor::NvmlDevice nd;
+    nd.name = "NVIDIA H200";
+    nd.uuid = "GPU-0000000" + std::to_string(i);
+    nd.mig_current = i == 0 ? 1 : 0;
+    if (i == 0) nd.mig_uuids = {"MIG-a", "MIG-b", "MIG-c"};
+    n.devices.push_back(nd);
+  }
+  auto mig = choose_gpus_from("all", true, d, n, false);
+  ASSERT_TRUE(mig.is_ok());
+  ASSERT_EQ(mig->size(), 4u);
+  EXPECT_EQ((*mig)[2].device, "MIG-c");
+  EXPECT_EQ((*mig)[3].device, "GPU-00000001");
+  EXPECT_TRUE(choose_gpus_from("all", true, d, n, true)->empty()) << "CUDA_VISIBLE_DEVICES set: what CUDA lists";
+}
+
+}  // namespace
+}  // namespace steadyocr::engine
