@@ -2,6 +2,9 @@
 # Several GPUs (issue 20) with what one GPU allows: the same device twice (`--gpus 0,GPU-<its UUID>`: two ladders, two
 # pinned workers, the router between them) against one ladder, bench and ocr on SET; then a device that stays bad on
 # GPU 1 only (a real illegal address in its worker, every call) with the results compared line for line with one GPU.
+# STEPS=scale (the issue's benchmark; on nvidia-h200-x2): SET repeated to SCALE_N images (default 2000, symlinks),
+# `bench --warmup 1 --repeat 1` with one GPU (--gpus 0) and with every GPU (--gpus all; on a one-GPU machine the
+# same device twice) in the same call, the ratio, and `ocr` per-image results of both compared line for line.
 # Summary: $OUT/summary.txt; JSON and logs beside it.
 #
 # Bundle: scripts/slim_bundle.py .devbundle build/steadyocr build/libsteadyocr_cuda13.so -- models \
@@ -11,6 +14,7 @@ set -uo pipefail
 SET=${SET:-synth-dev}
 REPEAT=${REPEAT:-2}
 STEPS=${STEPS:-"bench ocr fault"}
+SCALE_N=${SCALE_N:-2000}
 OUT=${OUT:-/tmp/gpus_out}
 mkdir -p "$OUT"
 [ -d /tmp/bundle ] || tar xzf .devbundle/bundle.tgz -C /tmp || exit 2
@@ -81,4 +85,37 @@ if [[ $STEPS == *fault* ]]; then
   compare "$OUT/ocr-one.json" "$OUT/ocr-fault.json" "ocr GPU 1 bad"
   grep -h "^ocr:" "$OUT/ocr-fault.log" | tee -a "$S"
   grep -c "illegal\|DEVICE_FAULT" "$OUT/ocr-fault.log" | sed 's/^/fault log lines naming the fault: /' | tee -a "$S"
+fi
+
+if [[ $STEPS == *scale* ]]; then
+  big=/tmp/gpus_scale
+  rm -rf "$big" && mkdir -p "$big"
+  mapfile -t imgs < <(find "$F/$SET" -maxdepth 1 -type f \( -name '*.jpg' -o -name '*.png' \) | sort)
+  for ((i = 0; i < SCALE_N; ++i)); do
+    src=${imgs[i % ${#imgs[@]}]}
+    ln -s "$src" "$big/$(printf '%05d' "$i")_$(basename "$src")"
+  done
+  count=$(nvidia-smi -L | wc -l)
+  many="all"
+  [ "$count" -lt 2 ] && many="0,$UUID"  # one GPU here: the same device twice
+  echo "scale: $SCALE_N images of $SET; $count GPU(s); many = --gpus $many" | tee -a "$S"
+  for v in "one|0" "many|$many"; do
+    name=${v%%|*}
+    ./env.sh bin/steadyocr bench "$big" "${COMMON[@]}" --gpus "${v#*|}" --warmup 1 --repeat 1 --json \
+      >"$OUT/scale-$name.json" 2>"$OUT/scale-$name.log"
+    ./env.sh bin/steadyocr ocr "$big" "${COMMON[@]}" --gpus "${v#*|}" --format json \
+      >"$OUT/scale-ocr-$name.json" 2>"$OUT/scale-ocr-$name.log"
+  done
+  python3 - "$OUT" <<'PY' | tee -a "$S"
+import json, sys
+o = sys.argv[1]
+r = {n: json.load(open(f"{o}/scale-{n}.json")) for n in ("one", "many")}
+for n, x in r.items():
+    per = "; ".join(f"GPU {g['gpu']} {g['images']}" for g in x.get("gpus", []))
+    print(f"scale bench {n:4s}: {x['images_per_s']:8.1f} img/s, {x['images']} images, failed {x['failed']}, "
+          f"fell_back {x['fell_back']} {per}")
+print(f"scale ratio many / one: {r['many']['images_per_s'] / r['one']['images_per_s']:.2f}x")
+PY
+  compare "$OUT/scale-ocr-one.json" "$OUT/scale-ocr-many.json" "scale ocr many vs one"
+  grep -h "^ocr:" "$OUT"/scale-ocr-*.log | tee -a "$S"
 fi
