@@ -103,9 +103,23 @@ Status self_test_model(const std::string& stage, runtime::Model& model, const Sh
 
 }  // namespace
 
-Status gpu_preflight() {
+doctor::Layer1Facts facts_for_device(doctor::Layer1Facts facts, const std::string& device) {
+  if (device.rfind("GPU-", 0) != 0) return facts;  // the process's own view, or a MIG instance (its worker checks)
+  auto& devs = facts.driver.devices;
+  auto it = std::find_if(devs.begin(), devs.end(), [&](const doctor::DriverDevice& d) { return d.uuid == device; });
+  if (it == devs.end()) return facts;
+  doctor::DriverDevice one = *it;
+  devs = {one};
+  facts.driver.device_count = 1;
+  auto& nv = facts.nvml.devices;
+  nv.erase(std::remove_if(nv.begin(), nv.end(), [&](const doctor::NvmlDevice& n) { return n.uuid != device; }),
+           nv.end());
+  return facts;
+}
+
+Status gpu_preflight(const std::string& device) {
   const auto& kb = doctor::KnowledgeBase::builtin();
-  doctor::Layer1Facts l1 = doctor::probe_layer1();
+  doctor::Layer1Facts l1 = facts_for_device(doctor::probe_layer1(), device);
   std::vector<doctor::CheckResult> checks = doctor::evaluate_layer1(l1);
   bool l1_ok = true;
   for (auto& c : checks) l1_ok &= c.status != doctor::CheckStatus::kFail;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "doctor/probes.h"
 #include "engine/ladder.h"
 #include "engine/options.h"
 #include "engine/supervisor.h"
@@ -72,7 +73,12 @@ std::unique_ptr<Rung> make_rung(const std::string& name, const EngineOptions& op
 
 // Layers 1-2 of the doctor without initialising CUDA in this process: the first failing check as a kUnavailable
 // status carrying its finding, or OK.
-Status gpu_preflight();
+// `device` (a GPU's UUID, with several GPUs): judged on that device alone, so that a problem of another card (no
+// kernels for its architecture, say) does not rule this one out.
+Status gpu_preflight(const std::string& device = "");
+// The facts as a process pinned to `device` (a GPU- UUID) sees them: that device alone in the driver's and NVML's
+// lists. Other values (none, an index, a MIG instance) leave them as they are.
+doctor::Layer1Facts facts_for_device(doctor::Layer1Facts facts, const std::string& device);
 // The vulkan rung's pre-flight: the plugin loaded and a device usable; `on_ladder` (--backend auto) also refuses a
 // Vulkan device that is a CPU implementation unless STEADYOCR_VULKAN_CPU_DEVICES=1.
 Status vulkan_preflight(bool on_ladder);

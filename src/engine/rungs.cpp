@@ -96,7 +96,7 @@ class WorkerRung : public Rung {
 
   Status start() override {
     if (is_gpu_rung(name())) {
-      RETURN_IF_ERROR(gpu_preflight());
+      RETURN_IF_ERROR(gpu_preflight(options_.device));
       metrics::set_gauge("steadyocr_gpu_memory_budget_bytes", {{"gpu", gpu_metric_label(options_)}, {"rung", name()}},
                          static_cast<double>(gpu_mem_budget_mb(options_, name())) * 1024 * 1024);
     }

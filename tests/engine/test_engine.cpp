@@ -591,3 +591,39 @@ TEST(Gpus, AllIsEveryVisibleGpuOrEveryMigInstance) {
 
 }  // namespace
 }  // namespace steadyocr::engine
+
+namespace steadyocr::engine {
+namespace {
+
+// Each GPU's pre-flight judges that device alone: a card without kernels for its architecture (here a 7.5 beside a
+// 9.0) must not rule out the other.
+TEST(Gpus, PreflightSeesThePinnedDeviceAlone) {
+  doctor::Layer1Facts f;
+  f.driver.loaded = true;
+  f.driver.init_result = 0;
+  f.driver.device_count = 2;
+  for (int i = 0; i < 2; ++i) {
+    doctor::DriverDevice d;
+    d.index = i;
+    d.uuid = "GPU-0000000" + std::to_string(i);
+    d.cc_major = i == 0 ? 7 : 9;
+    d.cc_minor = i == 0 ? 5 : 0;
+    f.driver.devices.push_back(d);
+    doctor::NvmlDevice n;
+    n.uuid = d.uuid;
+    n.ecc_uncorrected_volatile = i == 0 ? 3 : 0;
+    f.nvml.devices.push_back(n);
+  }
+  doctor::Layer1Facts one = facts_for_device(f, "GPU-00000001");
+  ASSERT_EQ(one.driver.devices.size(), 1u);
+  EXPECT_EQ(one.driver.device_count, 1);
+  EXPECT_EQ(one.driver.devices[0].cc_major, 9);
+  ASSERT_EQ(one.nvml.devices.size(), 1u);
+  EXPECT_EQ(one.nvml.devices[0].ecc_uncorrected_volatile, 0);
+  for (const char* as_is : {"", "1", "MIG-a", "GPU-not-here"}) {
+    EXPECT_EQ(facts_for_device(f, as_is).driver.devices.size(), 2u) << as_is;
+  }
+}
+
+}  // namespace
+}  // namespace steadyocr::engine
