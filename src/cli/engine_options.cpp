@@ -45,7 +45,7 @@ void add_engine_flags(CLI::App* app, EngineArgs* args) {
       ->capture_default_str();
   app->add_option("--gpu-mem", args->gpu_mem_mb,
                   "Device memory budget of the CUDA backend's pool in MiB; runs wait for memory rather than exceed it "
-                  "(default: 640, scaled up with --det-limit-side above 960 and recognition merges above 48 rows; "
+                  "(default: 576, scaled up with --det-limit-side above 960 and recognition merges above 48 rows; "
                   "0: none)")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 24));
   app->add_flag("--cls", args->cls, "Turn upside-down text lines with the angle classifier");

@@ -74,9 +74,9 @@ struct EngineOptions {
 
 inline constexpr int64_t kGpuMemAuto = -1;
 // The budget at the default detector side (960) and recognition merge (48 rows): what 16 images in flight need at
-// 0.97-0.98x the throughput of no budget on the H200 (docs/BENCHMARKS.md, "Device memory"), the process then staying
-// within 1.5 GiB.
-inline constexpr int64_t kGpuMemAutoBaseMb = 640;
+// 0.97-0.98x the throughput of no budget on the H200, the process then staying within 1.5 GiB serving too (1435 MiB
+// in bench, 1457 serving, where 640 peaked at 1585 serving; docs/BENCHMARKS.md, "Device memory by default").
+inline constexpr int64_t kGpuMemAutoBaseMb = 576;
 // The CUDA backend's device memory budget in MiB for `rung` (0: none): --gpu-mem when given; by default (kGpuMemAuto)
 // kGpuMemAutoBaseMb on cuda rungs, scaled by the larger of (det_limit_side / 960)^2 and the recognition rows merged
 // into one call / 48, so that a larger detector input or merge still fits; none on other rungs.

@@ -330,7 +330,7 @@ int serve(const ServerOptions& options, const engine::EngineOptions& engine_opti
     ao.memory_budget_bytes = options.admit_mem_mb << 20;
   } else if (options.admit_mem_mb == 0 && engine::is_gpu_rung(rung)) {
     // Not --gpu-mem: the engine meets that budget itself by waiting for memory, and the pages admitted at once must
-    // be enough to keep the worker's images in flight (a 640 MiB budget would admit about four).
+    // be enough to keep the worker's images in flight (a 576 MiB budget would admit about four).
     ao.memory_budget_bytes = (int64_t{8192} << 20) * gpus;
   }
   metrics::set_gauge("steadyocr_admission_memory_bytes", {{"state", "budget"}},

@@ -301,23 +301,23 @@ TEST(EngineWorkers, GpuRungsKeepManyImagesInFlight) {
   EXPECT_EQ(worker_in_flight(o, "cpu-worker"), 3);
 }
 
-// The CUDA pool's budget: 640 MiB by default on cuda rungs (the 1.5 GiB footprint), scaled with the largest detector
+// The CUDA pool's budget: 576 MiB by default on cuda rungs (the 1.5 GiB footprint), scaled with the largest detector
 // input and recognition merge so that those still fit; --gpu-mem as given; 0 is none; no default budget elsewhere.
-TEST(EngineWorkers, GpuMemoryBudgetDefaultsTo640MiBScaledWithTheLargestShapes) {
+TEST(EngineWorkers, GpuMemoryBudgetDefaultsTo576MiBScaledWithTheLargestShapes) {
   EngineOptions o;
   EXPECT_EQ(o.gpu_mem_mb, kGpuMemAuto);
-  EXPECT_EQ(gpu_mem_budget_mb(o, "cuda-fp32"), 640);
-  EXPECT_EQ(gpu_mem_budget_mb(o, "cuda-fp16-nocudnn"), 640);
+  EXPECT_EQ(gpu_mem_budget_mb(o, "cuda-fp32"), 576);
+  EXPECT_EQ(gpu_mem_budget_mb(o, "cuda-fp16-nocudnn"), 576);
   EXPECT_EQ(gpu_mem_budget_mb(o, "vulkan"), 0);
   EXPECT_EQ(gpu_mem_budget_mb(o, "cpu-worker"), 0);
   o.pipeline.det_limit_side = 1920;  // four times the pixels
-  EXPECT_EQ(gpu_mem_budget_mb(o, "cuda-fp32"), 2560);
+  EXPECT_EQ(gpu_mem_budget_mb(o, "cuda-fp32"), 2304);
   o.pipeline.det_limit_side = 640;  // smaller: never below the default
-  EXPECT_EQ(gpu_mem_budget_mb(o, "cuda-fp32"), 640);
+  EXPECT_EQ(gpu_mem_budget_mb(o, "cuda-fp32"), 576);
   o.pipeline.rec.batch = 12;  // merges of 8 * 12 = 96 rows
-  EXPECT_EQ(gpu_mem_budget_mb(o, "cuda-fp32"), 1280);
+  EXPECT_EQ(gpu_mem_budget_mb(o, "cuda-fp32"), 1152);
   o.pipeline.batching.rec_rows = 24;  // an explicit merge wins
-  EXPECT_EQ(gpu_mem_budget_mb(o, "cuda-fp32"), 640);
+  EXPECT_EQ(gpu_mem_budget_mb(o, "cuda-fp32"), 576);
   o.gpu_mem_mb = 0;
   EXPECT_EQ(gpu_mem_budget_mb(o, "cuda-fp32"), 0);
   o.gpu_mem_mb = 300;
