@@ -274,6 +274,8 @@ cuda::BackendConfig cuda_backend_config(const std::string& precision, size_t mem
     c.calibrate = !is("STEADYOCR_CUDA_CALIBRATE", {"0", "off", "false"});
     c.own_arenas = is("STEADYOCR_CUDA_ARENAS", {"per-plan"});
     if (const char* n = std::getenv("STEADYOCR_CUDA_PROFILE_OPS")) c.profile_ops = std::max(0, std::atoi(n));
+    if (const char* n = std::getenv("STEADYOCR_CUDA_CUDNN_HANDLES"); n && std::atoi(n) > 0)
+      c.cudnn_handles = std::min(256, std::atoi(n));
     if (const char* f = std::getenv("STEADYOCR_CUDA_FAULT")) c.fault_spec = f;
     return c;
   }();

@@ -320,6 +320,7 @@ TEST(CudaPlugin, HostReachesThePluginOnlyThroughTheTable) {
   config.debug_sync = true;
   config.own_conv = false;
   config.fault_spec = "oom@rec:2";
+  config.cudnn_handles = 3;
   {
     auto b = runtime::create_plugin_backend(&api, config);
     ASSERT_TRUE(b.is_ok()) << b.status().to_string();
@@ -332,6 +333,8 @@ TEST(CudaPlugin, HostReachesThePluginOnlyThroughTheTable) {
     EXPECT_EQ(FakePlugin::seen.lanes, 6);
     EXPECT_EQ(FakePlugin::seen.debug_sync, 1);
     EXPECT_EQ(FakePlugin::seen.own_conv, 0);
+    EXPECT_EQ(FakePlugin::seen.cudnn_handles, 3);
+    EXPECT_EQ(cuda::from_abi(FakePlugin::seen).cudnn_handles, 3);
     EXPECT_EQ(FakePlugin::fault_spec, "oom@rec:2");
 
     graph::Graph g;

@@ -225,6 +225,56 @@ TEST(CudaRuntime, BudgetIsACeilingMetByWaiting) {
   EXPECT_GT(waited, 0) << "the budget never made a run wait: it holds more arenas than the test puts in flight";
 }
 
+// cuDNN handles are few (about 9 MiB of device memory each) and leased only while a run enqueues, captures or
+// plans: 8 threads on 4 shapes (each thread its own instance: 8 lanes) make at most the cap of handles, and every
+// result is the one-at-a-time result.
+TEST(CudaRuntime, CudnnHandlesAreFewerThanLanes) {
+  SO_REQUIRE_MODELS();
+  std::string why;
+  auto backend = cuda_backend_or_null("cuda-fp32", &why, 0);
+  if (!backend) GTEST_SKIP() << "no CUDA device: " << why;
+  const Shape shapes[4] = {{1, 3, 160, 224}, {1, 3, 192, 256}, {1, 3, 224, 224}, {1, 3, 256, 192}};
+  runtime::ModelOptions mo;
+  mo.max_replicas = 8;
+  auto model = runtime::Model::load(models_dir() + "/" + kDetModel, backend, mo);
+  ASSERT_TRUE(model.is_ok()) << model.status().to_string();
+  std::vector<Tensor> inputs, expected;
+  for (int i = 0; i < 4; ++i) {
+    inputs.push_back(random_tensor(shapes[i], 60 + i));
+    auto y = (*model)->run(inputs[i]);
+    ASSERT_TRUE(y.is_ok()) << y.status().to_string();
+    expected.push_back(*y);
+  }
+  const char* cap_env = std::getenv("STEADYOCR_CUDA_CUDNN_HANDLES");
+  const double cap = cap_env && std::atoi(cap_env) > 0 ? std::atoi(cap_env) : 8;
+  const double lanes_before = metrics::total("steadyocr_cuda_lanes_created_total");
+  const double handles_before = metrics::total("steadyocr_cuda_cudnn_handles_created_total");
+  std::atomic<int> failures{0}, mismatches{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&, t] {
+      for (int r = 0; r < 6; ++r) {
+        const int k = (t + r) % 4;
+        auto y = (*model)->run(inputs[k]);
+        if (!y.is_ok()) {
+          ++failures;
+          continue;
+        }
+        if (!identical(*y, expected[k])) ++mismatches;
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  const double handles = metrics::total("steadyocr_cuda_cudnn_handles_created_total") - handles_before;
+  const double lanes = metrics::total("steadyocr_cuda_lanes_created_total") - lanes_before;
+  std::printf("%.0f lanes and %.0f cuDNN handles made by 8 threads on 4 shapes (cap %.0f); %.0f waits in the process\n",
+              lanes, handles, cap, metrics::total("steadyocr_cuda_cudnn_handle_waits_total"));
+  EXPECT_EQ(failures.load(), 0);
+  EXPECT_EQ(mismatches.load(), 0);
+  EXPECT_LE(handles, cap);
+  EXPECT_GE(metrics::total("steadyocr_cuda_cudnn_handles_created_total"), 1) << "cuDNN was never used";
+}
+
 TEST(CudaRuntime, GraphReplayGivesTheEagerResult) {
   SO_REQUIRE_MODELS();
   SO_CUDA_BACKEND_OR_SKIP(backend, "cuda-fp32");

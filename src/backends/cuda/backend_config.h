@@ -33,6 +33,10 @@ struct BackendConfig {
   // where its device time goes, per op kind and slowest steps, every that many runs (STEADYOCR_CUDA_PROFILE_OPS=N).
   // For finding the next lever; it costs the graph replay and an event per step.
   int profile_ops = 0;
+  // cuDNN handles the device makes at most (about 9 MiB of device memory each on the H200): runs lease one while they
+  // enqueue eagerly, capture or plan, not while a CUDA graph replays (STEADYOCR_CUDA_CUDNN_HANDLES=N). On the H200
+  // with 16 images in flight 4, 8 and 32 ran within 1 % of each other (docs/BENCHMARKS.md).
+  int cudnn_handles = 8;
 };
 
 // The C form of `c`; its strings point into `c`, which must outlive the result.
@@ -51,6 +55,7 @@ inline SoBackendConfig to_abi(const BackendConfig& c) {
   a.cudnn = c.cudnn ? 1 : 0;
   a.own_arenas = c.own_arenas ? 1 : 0;
   a.profile_ops = c.profile_ops;
+  a.cudnn_handles = c.cudnn_handles;
   return a;
 }
 
@@ -68,6 +73,7 @@ inline BackendConfig from_abi(const SoBackendConfig& a) {
   c.cudnn = a.cudnn != 0;
   c.own_arenas = a.own_arenas != 0;
   c.profile_ops = a.profile_ops;
+  c.cudnn_handles = a.cudnn_handles > 0 ? a.cudnn_handles : 8;
   return c;
 }
 

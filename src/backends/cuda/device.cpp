@@ -37,7 +37,6 @@ constexpr size_t kMaxCachedPinned = size_t{512} << 20;
 
 // Releases what a lane holds (any part may be missing when its creation failed half-way).
 void destroy_lane(Lane* lane) {
-  if (lane->cudnn) SO_GPU_TRY(dnn().cudnnDestroy(lane->cudnn));
   if (lane->cublas) SO_GPU_TRY(cublasDestroy(lane->cublas));
   for (auto& e : lane->events) {
     if (e) SO_GPU_TRY(cudaEventDestroy(e));
@@ -282,8 +281,9 @@ void DevicePool::publish_locked() {
 
 // ---- CudaDevice ------------------------------------------------------------------------------------------------
 
-CudaDevice::CudaDevice(int device, size_t budget_bytes)
+CudaDevice::CudaDevice(int device, size_t budget_bytes, size_t cudnn_handles)
     : device_(device), pool_(std::make_shared<DevicePool>(device, budget_bytes)) {
+  cudnn_cap_ = std::max<size_t>(1, cudnn_handles);
   // Free arenas are kept for the next runs; under the budget, any allocation that does not fit takes their memory
   // first (weights of a new plan, a new lane's workspace), instead of failing beside idle memory.
   pool_->set_reclaimer([this] { return free_idle_arenas(); });
@@ -306,6 +306,8 @@ CudaDevice::~CudaDevice() {
   SO_GPU_TRY(cudaSetDevice(device_));
   for (auto& lane : free_lanes_) destroy_lane(&lane);
   free_lanes_.clear();
+  for (cudnnHandle_t h : free_cudnn_) SO_GPU_TRY(dnn().cudnnDestroy(h));
+  free_cudnn_.clear();
   free_arenas_.clear();
   weights_.clear();
 }
@@ -397,18 +399,8 @@ Result<Lane> CudaDevice::acquire_lane(int wait_ms) {
     ce = cudaEventCreate(&e);
     if (ce != cudaSuccess) return fail(gpu_status(ce, "cudaEventCreate", __FILE__, __LINE__));
   }
-  // A cuDNN handle only where cuDNN loaded (cudnn_api.h); the -nocudnn paths never touch it.
-  const bool with_cudnn = cudnn_load().usable;
-  if (with_cudnn) {
-    cudnnStatus_t ds = dnn().cudnnCreate(&lane.cudnn);
-    if (ds != CUDNN_STATUS_SUCCESS) return fail(gpu_status(ds, "cudnnCreate(&lane.cudnn)", __FILE__, __LINE__));
-  }
   cublasStatus_t cs = cublasCreate(&lane.cublas);
   if (cs != CUBLAS_STATUS_SUCCESS) return fail(gpu_status(cs, "cublasCreate(&lane.cublas)", __FILE__, __LINE__));
-  if (with_cudnn) {
-    cudnnStatus_t ds = dnn().cudnnSetStream(lane.cudnn, lane.stream);
-    if (ds != CUDNN_STATUS_SUCCESS) return fail(gpu_status(ds, "cudnnSetStream", __FILE__, __LINE__));
-  }
   // cublasSetStream resets the workspace to cuBLAS's own pool, so the workspace is set after it.
   cs = cublasSetStream(lane.cublas, lane.stream);
   if (cs == CUBLAS_STATUS_SUCCESS)
@@ -420,6 +412,66 @@ Result<Lane> CudaDevice::acquire_lane(int wait_ms) {
   std::lock_guard<std::mutex> lock(mu_);
   ++lanes_out_;
   return lane;
+}
+
+CudnnLease& CudnnLease::operator=(CudnnLease&& o) noexcept {
+  if (this != &o) {
+    if (handle_ && device_) device_->return_cudnn(handle_);
+    device_ = o.device_;
+    handle_ = o.handle_;
+    o.handle_ = nullptr;
+  }
+  return *this;
+}
+
+CudnnLease::~CudnnLease() {
+  if (handle_ && device_) device_->return_cudnn(handle_);
+}
+
+Result<CudnnLease> CudaDevice::lease_cudnn(cudaStream_t stream, int wait_ms) {
+  if (!cudnn_load().usable) return CudnnLease();  // the -nocudnn paths never touch cuDNN
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(wait_ms);
+  cudnnHandle_t h = nullptr;
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    for (;;) {
+      if (!free_cudnn_.empty()) {
+        h = free_cudnn_.back();
+        free_cudnn_.pop_back();
+        break;
+      }
+      if (cudnn_made_ < cudnn_handle_cap()) {
+        ++cudnn_made_;
+        break;
+      }
+      metrics::inc("steadyocr_cuda_cudnn_handle_waits_total", {{"device", std::to_string(device_)}});
+      if (cudnn_freed_.wait_until(lock, deadline) == std::cv_status::timeout && free_cudnn_.empty()) {
+        return Status(StatusCode::kDeadlineExceeded,
+                      fmt::format("no cuDNN handle came back within {} ms ({} in use)", wait_ms, cudnn_made_));
+      }
+    }
+  }
+  if (!h) {
+    SO_GPU_CHECK(cudaSetDevice(device_));
+    cudnnStatus_t ds = dnn().cudnnCreate(&h);
+    if (ds != CUDNN_STATUS_SUCCESS) {
+      std::lock_guard<std::mutex> lock(mu_);
+      --cudnn_made_;
+      cudnn_freed_.notify_one();
+      return gpu_status(ds, "cudnnCreate(&h)", __FILE__, __LINE__);
+    }
+    metrics::inc("steadyocr_cuda_cudnn_handles_created_total", {});
+  }
+  CudnnLease lease(this, h);
+  cudnnStatus_t ds = dnn().cudnnSetStream(h, stream);
+  if (ds != CUDNN_STATUS_SUCCESS) return gpu_status(ds, "cudnnSetStream", __FILE__, __LINE__);
+  return lease;
+}
+
+void CudaDevice::return_cudnn(cudnnHandle_t handle) {
+  std::lock_guard<std::mutex> lock(mu_);
+  free_cudnn_.push_back(handle);
+  cudnn_freed_.notify_one();
 }
 
 Status CudaDevice::reserve_lanes(int n) {

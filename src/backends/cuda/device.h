@@ -94,15 +94,36 @@ class PinnedPool : public std::enable_shared_from_this<PinnedPool> {
   size_t free_bytes_ = 0;
 };
 
-// An execution lane: a stream with its cuDNN and cuBLAS handles bound to it, a cuBLAS workspace and timing events.
-// Leased for one run (or one plan build) at a time and pooled by the device: creating them costs tens of ms under
-// contention, so they are never made per shape. As many exist as runs were ever in flight at once.
+// An execution lane: a stream with its cuBLAS handle bound to it, a cuBLAS workspace and timing events. Leased for
+// one run (or one plan build) at a time and pooled by the device: creating them costs tens of ms under contention, so
+// they are never made per shape. As many exist as runs were ever in flight at once. cuDNN handles are not the lane's:
+// each holds about 9 MiB of device memory (H200, cuDNN 9.14), and a run needs one only while it enqueues eagerly,
+// captures or plans (CudnnLease), not while a CUDA graph replays.
 struct Lane {
-  cudnnHandle_t cudnn = nullptr;
   cublasHandle_t cublas = nullptr;
   DeviceMemoryPtr cublas_workspace;
   cudaStream_t stream = nullptr;
   cudaEvent_t events[4] = {nullptr, nullptr, nullptr, nullptr};  // before h2d, compute, d2h, and after d2h
+};
+
+class CudaDevice;
+
+// A cuDNN handle leased from the device's few (CudaDevice::lease_cudnn), bound to the leaser's stream; it goes back
+// when the lease ends. Empty (null) where cuDNN is not loaded.
+class CudnnLease {
+ public:
+  CudnnLease() = default;
+  CudnnLease(CudaDevice* device, cudnnHandle_t handle) : device_(device), handle_(handle) {}
+  CudnnLease(CudnnLease&& o) noexcept : device_(o.device_), handle_(o.handle_) { o.handle_ = nullptr; }
+  CudnnLease& operator=(CudnnLease&& o) noexcept;
+  CudnnLease(const CudnnLease&) = delete;
+  CudnnLease& operator=(const CudnnLease&) = delete;
+  ~CudnnLease();
+  cudnnHandle_t get() const { return handle_; }
+
+ private:
+  CudaDevice* device_ = nullptr;
+  cudnnHandle_t handle_ = nullptr;
 };
 
 // Algorithm choice per convolution shape, made once (heuristics, no timing) and reused by every later plan.
@@ -126,7 +147,7 @@ struct Arena {
 
 class CudaDevice {
  public:
-  CudaDevice(int device, size_t budget_bytes);
+  CudaDevice(int device, size_t budget_bytes, size_t cudnn_handles = 8);
   ~CudaDevice();
   int index() const { return device_; }
   const std::shared_ptr<DevicePool>& pool() const { return pool_; }
@@ -147,6 +168,12 @@ class CudaDevice {
   bool free_idle_arenas();
   // Creates lanes up to `n` now (startup), so that concurrent first runs do not create them on the request's time.
   Status reserve_lanes(int n);
+  // A cuDNN handle bound to `stream`, for one eager enqueue, capture or plan build: a free one, a new one while fewer
+  // than cudnn_handle_cap() exist, else the next given back. Empty where cuDNN is not loaded.
+  Result<CudnnLease> lease_cudnn(cudaStream_t stream, int wait_ms = 30000);
+  void return_cudnn(cudnnHandle_t handle);
+  // How many cuDNN handles the device makes at most (BackendConfig::cudnn_handles).
+  size_t cudnn_handle_cap() const { return cudnn_cap_; }
 
   // An arena of at least `bytes`: `prefer` (the one the caller last ran on) when it is free and large enough, else
   // the smallest free one that is, else a new one of the size class of `bytes` (about a quarter-octave steps; a free
@@ -171,6 +198,10 @@ class CudaDevice {
   std::map<std::string, DeviceMemoryPtr> weights_;
   size_t weight_bytes_ = 0;
   std::vector<Lane> free_lanes_;
+  std::vector<cudnnHandle_t> free_cudnn_;
+  size_t cudnn_made_ = 0;
+  size_t cudnn_cap_ = 8;
+  std::condition_variable cudnn_freed_;
   size_t lanes_out_ = 0;          // lanes held by runs (and by plans building)
   uint64_t lanes_discarded_ = 0;  // wakes runs waiting for a lane: a discarded one frees its budget
   std::condition_variable lane_freed_;

@@ -75,6 +75,7 @@ typedef struct SoBackendConfig {
   int cudnn;                  /* 0: no convolution through cuDNN (every one on own kernels + cuBLAS) */
   int own_arenas;             /* 1: each plan keeps an activation arena of its own (not leased per run) */
   int profile_ops;            /* runs > 0: time every step on the device, log per op kind every that many runs */
+  int cudnn_handles;          /* cuDNN handles the device makes at most, leased per enqueue (not per lane) */
 } SoBackendConfig;
 
 typedef struct SteadyocrPluginApi {

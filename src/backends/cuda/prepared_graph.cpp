@@ -92,8 +92,14 @@ Status CudaPreparedGraph::init(const graph::Graph& g) {
   if (!state_->calibrate) precision_settled_ = true;
   built_f32_ = opts.force_f32;
   opts.lease_arena = !state_->own_arenas;
-  PlanBuilder builder(dev, lane.cudnn, graph_, opts);
+  auto dnn = state_->cudnn ? dev.lease_cudnn(lane.stream) : Result<CudnnLease>(CudnnLease());
+  if (!dnn.is_ok()) {
+    dev.release_lane(std::move(lane));
+    return dnn.status();
+  }
+  PlanBuilder builder(dev, dnn->get(), graph_, opts);
   auto plan = builder.build();
+  *dnn = CudnnLease();
   if (!device_lost()) dev.release_lane(std::move(lane));
   if (!plan.is_ok()) return plan.status();
   plan_ = std::move(plan).value();
@@ -153,7 +159,7 @@ PlanOptions CudaPreparedGraph::plan_options() const {
 ExecContext CudaPreparedGraph::context(const Plan& plan) const {
   ExecContext ctx;
   ctx.stream = lane_->stream;
-  ctx.cudnn = lane_->cudnn;
+  ctx.cudnn = cudnn_.get();  // null unless the run holds a cuDNN lease (need_cudnn)
   ctx.cublas = lane_->cublas;
   const bool bound = plan.arena || plan.bound_arena != 0;
   ctx.workspace = bound ? plan.bindings.ptr(plan.workspace) : nullptr;
@@ -277,7 +283,8 @@ Status CudaPreparedGraph::rebuild(const std::set<std::string>& f32_nodes) {
   opts.force_f32 = f32_nodes;
   opts.lease_arena = !state_->own_arenas;
   plan_.reset();
-  PlanBuilder builder(*state_->device, lane_->cudnn, graph_, opts);
+  RETURN_IF_ERROR(need_cudnn());
+  PlanBuilder builder(*state_->device, cudnn_.get(), graph_, opts);
   ASSIGN_OR_RETURN(plan_, builder.build());
   built_f32_ = f32_nodes;
   good_runs_ = 0;
@@ -295,8 +302,9 @@ Status CudaPreparedGraph::ensure_precision(const std::vector<Tensor>& inputs) {
     }
   }
   Stopwatch sw;
+  RETURN_IF_ERROR(need_cudnn());
   auto cal =
-      calibrate_precision(*state_->device, lane_->cudnn, context(*plan_), graph_, inputs, built_f32_, plan_options());
+      calibrate_precision(*state_->device, cudnn_.get(), context(*plan_), graph_, inputs, built_f32_, plan_options());
   if (!cal.is_ok()) {
     if (cal.status().code() == StatusCode::kDeviceFault) return cal.status();
     log::warn("cuda", "{} calibration for {} could not run ({}); keeping the static per-layer policy", state_->name,
@@ -337,6 +345,7 @@ Status CudaPreparedGraph::run(const std::vector<Tensor>& inputs, std::vector<Ten
       } else {
         state_->device->release_arena(std::move(arena_));
       }
+      cudnn_ = CudnnLease();
       lane_ = nullptr;
       // A lane of a lost context is dropped with the process; otherwise the next run takes it.
       if (lane_dirty_ && !device_lost()) {
@@ -395,7 +404,6 @@ Status CudaPreparedGraph::run_once(const std::vector<Tensor>& inputs, std::vecto
     ASSIGN_OR_RETURN(const volatile int* flag, faults::hang_flag());
     SO_GPU_CHECK(k::launch_spin(flag, faults::hang_timeout_ms(), lane_->stream));
   }
-  ExecContext ctx = context(plan);
   // A bucket seen a second time is captured into a CUDA graph and replayed from then on; a bucket seen once
   // never pays for the capture.
   // The graph replays only on the arena it was captured on; a plan that keeps getting another arena (its graph's
@@ -406,6 +414,8 @@ Status CudaPreparedGraph::run_once(const std::vector<Tensor>& inputs, std::vecto
   if (graphs && exec_ && exec_arena_ != arena_.id && runs_off_graph_ >= 2) drop_graph();
   if (graphs && !exec_ && good_runs_ >= 1) RETURN_IF_ERROR(capture());
   const bool replay = graphs && exec_ && exec_arena_ == arena_.id;
+  if (!replay) RETURN_IF_ERROR(need_cudnn());  // the steps call cuDNN as they are enqueued
+  const ExecContext ctx = context(plan);
   SO_GPU_CHECK(cudaEventRecord(lane_->events[1], lane_->stream));
   if (replay) {
     SO_GPU_CHECK(cudaGraphLaunch(exec_, lane_->stream));
@@ -445,6 +455,14 @@ Status CudaPreparedGraph::run_once(const std::vector<Tensor>& inputs, std::vecto
   return Status::ok();
 }
 
+Status CudaPreparedGraph::need_cudnn() {
+  if (cudnn_.get() || !state_->cudnn) return Status::ok();
+  Stopwatch sw;
+  ASSIGN_OR_RETURN(cudnn_, state_->device->lease_cudnn(lane_->stream));
+  profile_.acquire_ms += sw.elapsed_ms();
+  return Status::ok();
+}
+
 Status CudaPreparedGraph::capture() {
   // cuBLAS calls bake their workspace into the graph: it must be the arena's (the head of it, which only the run
   // holding the arena uses), not the lane's, which other plans use.
@@ -467,6 +485,7 @@ Status CudaPreparedGraph::capture() {
     if (arena_ws_bytes_ < ws_bytes) return Status::ok();  // stays eager
     ws = arena_.mem->ptr;
   }
+  RETURN_IF_ERROR(need_cudnn());
   cudaGraph_t g = nullptr;
   Status s;
   const bool ws_set = SO_GPU_TRY(cublasSetWorkspace(lane_->cublas, ws, ws_bytes));

@@ -34,6 +34,8 @@ class CudaPreparedGraph final : public PreparedGraph {
   // Captures the plan into a CUDA graph (a failure only disables graphs for this bucket); an error means the lane's
   // cuBLAS workspace could not be restored, so the lane must not go back to the pool.
   Status capture();
+  // Leases a cuDNN handle for the rest of the run (plan builds, eager enqueues, captures), unless it holds one.
+  Status need_cudnn();
   void record_stage_times();
   void drop_graph();
   ExecContext context(const Plan& plan) const;
@@ -47,6 +49,7 @@ class CudaPreparedGraph final : public PreparedGraph {
   bool precision_settled_ = false;
   Lane* lane_ = nullptr;     // the lane leased for the run in progress
   bool lane_dirty_ = false;  // that lane's state is no longer the pool's: discard it after the run
+  CudnnLease cudnn_;         // held from the first step of the run that calls cuDNN to the run's end
   // The activation arena leased for the run in progress: [cuBLAS workspace of a captured graph | the plan's
   // buffers]. The plan is bound to whichever arena its run gets (the one of its graph when free).
   Arena arena_;
