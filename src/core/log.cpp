@@ -30,6 +30,8 @@ namespace {
 
 std::atomic<Level> g_level{Level::kInfo};
 std::atomic<bool> g_json{false};
+std::mutex g_gpu_mu;
+std::string g_gpu;  // set once, before the worker serves
 
 spdlog::logger& logger() {
   static std::shared_ptr<spdlog::logger> l = [] {
@@ -81,6 +83,10 @@ Level level() {
 void set_json(bool json) {
   g_json = json;
 }
+void set_gpu(const std::string& gpu) {
+  std::lock_guard<std::mutex> lock(g_gpu_mu);
+  g_gpu = gpu;
+}
 
 bool parse_level(std::string_view name, Level* out) {
   for (Level l : {Level::kDebug, Level::kInfo, Level::kWarn, Level::kError, Level::kOff}) {
@@ -109,13 +115,20 @@ void write_record(Level level, std::string_view component, std::string_view mess
   gmtime_r(&secs, &tm);
   char stamp[32];
   std::strftime(stamp, sizeof(stamp), g_json ? "%Y-%m-%dT%H:%M:%S" : "%H:%M:%S", &tm);
+  std::string gpu;
+  {
+    std::lock_guard<std::mutex> lock(g_gpu_mu);
+    gpu = g_gpu;
+  }
   if (g_json) {
-    logger().info(R"({{"ts":"{}.{:03d}Z","level":"{}","component":"{}","msg":"{}"{}{}}})", stamp, ms, level_name(level),
-                  json_escape(component), json_escape(message), members.empty() ? "" : ",", members);
+    const std::string gpu_member = gpu.empty() ? "" : R"(,"gpu":")" + json_escape(gpu) + "\"";
+    logger().info(R"({{"ts":"{}.{:03d}Z","level":"{}","component":"{}","msg":"{}"{}{}{}}})", stamp, ms,
+                  level_name(level), json_escape(component), json_escape(message), gpu_member,
+                  members.empty() ? "" : ",", members);
   } else {
     static const char* kTags[] = {"DEBUG", "INFO ", "WARN ", "ERROR"};
-    logger().info("[{}.{:03d}] {} [{}] {}{}{}", stamp, ms, kTags[static_cast<int>(level)], component, message,
-                  fields.empty() ? "" : " ", fields);
+    logger().info("[{}.{:03d}] {} [{}] {}{}{}{}", stamp, ms, kTags[static_cast<int>(level)], component,
+                  gpu.empty() ? "" : "GPU " + gpu + ": ", message, fields.empty() ? "" : " ", fields);
   }
 }
 

@@ -18,6 +18,9 @@ const char* level_name(Level level);
 bool parse_level(std::string_view name, Level* out);
 // Structured JSON lines instead of text (used by the server).
 void set_json(bool json);
+// Every later line of this process names its GPU (a worker pinned to one of several): "gpu":"K" in JSON mode, a
+// "GPU K: " before the message in text mode. "" names none.
+void set_gpu(const std::string& gpu);
 void write(Level level, std::string_view component, std::string_view message);
 // A structured record: `fields` is a JSON object ("{...}", serialised by the caller) whose members join the line's own
 // (ts, level, component, msg) in JSON mode; in text mode they follow the message.

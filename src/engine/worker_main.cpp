@@ -50,6 +50,7 @@ int worker_main(const std::string& config_json) {
   set_num_threads(options.threads);
   const int jobs = std::max(1, worker_jobs(options, rung));
   if (options.log_json) log::set_json(true);
+  log::set_gpu(options.gpu_label);  // with several GPUs, each line of this worker names its own
   if (!options.log_level.empty()) {
     log::Level lvl;
     if (log::parse_level(options.log_level, &lvl)) log::set_level(lvl);

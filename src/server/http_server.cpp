@@ -253,6 +253,7 @@ class HttpFront {
                    {"bytes_out", res.body.size() + res.content_length_},
                    {"images", ctx.images},
                    {"remote", req.remote_addr}};
+    if (!ctx.gpu.empty()) fields["gpu"] = ctx.gpu;
     log::write_record(res.status >= 500 ? log::Level::kWarn : log::Level::kInfo, "http", "request",
                       fields.dump(-1, ' ', false, json::error_handler_t::replace));  // the path may be any bytes
     if (ctx.active) --s_.http_active();

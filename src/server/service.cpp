@@ -209,6 +209,11 @@ Refusal OcrService::run(std::vector<ImageInput>& inputs, std::vector<ImageRun>* 
     r.outcome = std::move(ticket->outcomes[k]);
     r.queue_ms = ticket->queue_ms();
     current_request().rung = r.outcome.rung;
+    if (!r.outcome.gpu.empty()) {
+      std::string& g = current_request().gpu;  // a batch's images may have been read on several
+      if (("," + g + ",").find("," + r.outcome.gpu + ",") == std::string::npos)
+        g += (g.empty() ? "" : ",") + r.outcome.gpu;
+    }
     if (r.outcome.status.is_ok()) {
       readiness_.note_success();
       record_stages(r.outcome.result.timings, r.queue_ms);

@@ -29,6 +29,7 @@ struct RequestContext {
   std::string route = "other";
   std::string outcome = "OK";  // OK or the error code
   std::string rung;            // the rung that read the images ("" when none ran)
+  std::string gpu;             // with several GPUs, the GPU(s) that read them ("0", "0,1"; "" otherwise)
   size_t bytes_in = 0;
   int images = 0;
   // The body was not read to its end (too slow, cut at the limit, unparsable framing): what the client still sends

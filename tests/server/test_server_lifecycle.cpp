@@ -517,6 +517,21 @@ TEST_F(ServerLifecycle, OneBadGpuOfTwoLeavesServiceAloneAndLosesNoRequest) {
   EXPECT_GE(metric(m->body, R"(steadyocr_gpu_images_total{gpu="0",status="ok"})"), 16) << m->body;
   EXPECT_GE(metric(m->body, R"(steadyocr_gpu_rerouted_total{gpu="1"})"), 1) << m->body;
   EXPECT_EQ(s.signal_and_wait(SIGTERM, 30), 0);
+  // The workers' own lines name their GPU: GPU 1's fault lines say "gpu":"1", and no line of GPU 0's worker is one.
+  std::istringstream log(s.log());
+  int gpu1_faults = 0, gpu0_faults = 0, requests_on_gpu0 = 0;
+  for (std::string line; std::getline(log, line);) {
+    json j = json::parse(line, nullptr, false);
+    if (j.is_object() && j.value("component", "") == "http" && j.value("route", "") == "/v1/ocr") {
+      requests_on_gpu0 += j.value("gpu", "") == "0";
+    }
+    if (!j.is_object() || j.value("component", "") != "fault") continue;
+    gpu1_faults += j.value("gpu", "") == "1";
+    gpu0_faults += j.value("gpu", "") == "0";
+  }
+  EXPECT_GT(gpu1_faults, 0) << s.log();
+  EXPECT_EQ(gpu0_faults, 0);
+  EXPECT_EQ(requests_on_gpu0, 16) << "each request's log line names the GPU that read it";
   EXPECT_TRUE(s.workers().empty());
 }
 
