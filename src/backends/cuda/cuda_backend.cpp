@@ -91,6 +91,11 @@ Result<std::unique_ptr<CudaBackend>> CudaBackend::create(const BackendConfig& co
       log::warn("cuda", "could not prepare {} execution lanes at start ({}); runs create them as needed", n,
                 s.to_string());
     }
+    if (st->cudnn) {
+      if (Status s = st->device->reserve_cudnn(); !s.is_ok()) {
+        log::warn("cuda", "could not make the cuDNN handles at start ({}); runs make them as needed", s.to_string());
+      }
+    }
     size_t warm = size_t{2} << 30;
     if (mem_budget_bytes > 0) warm = std::min(warm, mem_budget_bytes / 2);
     st->device->pool()->prewarm(warm);

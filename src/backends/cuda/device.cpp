@@ -468,6 +468,16 @@ Result<CudnnLease> CudaDevice::lease_cudnn(cudaStream_t stream, int wait_ms) {
   return lease;
 }
 
+Status CudaDevice::reserve_cudnn() {
+  std::vector<CudnnLease> held;
+  for (size_t i = 0; i < cudnn_cap_; ++i) {
+    ASSIGN_OR_RETURN(CudnnLease l, lease_cudnn(nullptr, 1000));
+    if (!l.get()) break;  // no cuDNN here
+    held.push_back(std::move(l));
+  }
+  return Status::ok();  // the leases end here: every handle is free for the runs
+}
+
 void CudaDevice::return_cudnn(cudnnHandle_t handle) {
   std::lock_guard<std::mutex> lock(mu_);
   free_cudnn_.push_back(handle);

@@ -172,6 +172,9 @@ class CudaDevice {
   // than cudnn_handle_cap() exist, else the next given back. Empty where cuDNN is not loaded.
   Result<CudnnLease> lease_cudnn(cudaStream_t stream, int wait_ms = 30000);
   void return_cudnn(cudnnHandle_t handle);
+  // Makes the cuDNN handles up to the cap now (startup, with the lanes), so that the device memory they hold is there
+  // from the start instead of growing as concurrent runs first need them.
+  Status reserve_cudnn();
   // How many cuDNN handles the device makes at most (BackendConfig::cudnn_handles).
   size_t cudnn_handle_cap() const { return cudnn_cap_; }
 
