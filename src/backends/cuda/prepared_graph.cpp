@@ -390,6 +390,9 @@ Status CudaPreparedGraph::run_once(const std::vector<Tensor>& inputs, std::vecto
                       __FILE__, __LINE__);
   }
   RETURN_IF_ERROR(ensure_precision(inputs));
+  // A calibration's cuDNN handle goes back before the arena is leased: a run waits for a handle only while it holds an
+  // arena, never for an arena while it holds a handle, so the two waits cannot close a circle.
+  cudnn_ = CudnnLease();
   Stopwatch leasing;
   RETURN_IF_ERROR(lease_arena());
   profile_.acquire_ms += leasing.elapsed_ms();
