@@ -382,12 +382,18 @@ TEST(RetryPolicy, OneRetryOnTheSameRungThenStepDown) {
 namespace steadyocr::engine {
 namespace {
 
-// Two stand-in GPUs: a worker each, the images spread over both, every result as one GPU reads it and naming its GPU.
-TEST_F(Engine, TwoGpusShareTheImagesAndReadThemAsOne) {
+// Two stand-in GPUs (the cpu-worker rung on each), two images in flight per worker, `fault` armed as STEADYOCR_FAULT.
+EngineOptions two_gpus(const char* fault = "") {
   auto o = options({"cpu-worker", "cpu"});
   o.gpus = "0,1";
   o.worker_concurrency = 2;
-  auto e = OcrEngine::create(o);
+  if (*fault) o.faults = faults(fault);
+  return o;
+}
+
+// Two stand-in GPUs: a worker each, the images spread over both, every result as one GPU reads it and naming its GPU.
+TEST_F(Engine, TwoGpusShareTheImagesAndReadThemAsOne) {
+  auto e = OcrEngine::create(two_gpus());
   ASSERT_TRUE(e.is_ok()) << e.status().to_string();
   ASSERT_EQ((*e)->gpu_count(), 2u);
   std::vector<ImageJob> many;
@@ -430,11 +436,7 @@ TEST_F(Engine, TwoGpusShareTheImagesAndReadThemAsOne) {
 // its images are read on GPU 0, and GPU 0's worker never notices.
 TEST_F(Engine, OneBadGpuLeavesServiceAloneAndLosesNoImage) {
   metrics::reset_for_testing();
-  auto o = options({"cpu-worker", "cpu"});
-  o.gpus = "0,1";
-  o.worker_concurrency = 2;
-  o.faults = faults("gpu1/sticky@det:1!");
-  auto e = OcrEngine::create(o);
+  auto e = OcrEngine::create(two_gpus("gpu1/sticky@det:1!"));
   ASSERT_TRUE(e.is_ok()) << e.status().to_string();
   std::vector<ImageJob> many;
   for (int k = 0; k < 2; ++k) many.insert(many.end(), jobs_.begin(), jobs_.end());
@@ -476,11 +478,7 @@ TEST_F(Engine, OneBadGpuLeavesServiceAloneAndLosesNoImage) {
 
 // Every GPU bad: each leaves service, and the shared host rung reads everything, as with one GPU.
 TEST_F(Engine, EveryGpuBadFallsToTheSharedHostRung) {
-  auto o = options({"cpu-worker", "cpu"});
-  o.gpus = "0,1";
-  o.worker_concurrency = 2;
-  o.faults = faults("sticky@det:1!");
-  auto e = OcrEngine::create(o);
+  auto e = OcrEngine::create(two_gpus("sticky@det:1!"));
   ASSERT_TRUE(e.is_ok()) << e.status().to_string();
   auto got = (*e)->ocr_batch(jobs_);
   expect_same_as_clean(got);
