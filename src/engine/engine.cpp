@@ -210,15 +210,8 @@ class Lane {
     // A result served below the top rung also carries the standing step-downs that put the ladder there before this
     // batch (at startup, say): a result read on the CPU always says why it was not read on the GPU.
     std::vector<LadderEvent> standing;
-    {
-      auto all = ladder_.events();
-      size_t from = 0;
-      for (size_t k = 0; k < all.size(); ++k) {
-        if (all[k].climb) from = k + 1;
-      }
-      for (size_t k = from; k < all.size(); ++k) {
-        if (!all[k].climb && all[k].seq <= seq) standing.push_back(all[k]);
-      }
+    for (auto& ev : standing_events(ladder_.events())) {
+      if (ev.seq <= seq) standing.push_back(std::move(ev));
     }
     const std::string top = ladder_.rungs().empty() ? std::string() : ladder_.rungs().front();
     for (size_t i = 0; i < out.size(); ++i) {
@@ -411,8 +404,11 @@ std::string describe_visible(const doctor::DriverFacts& d) {
 
 Result<std::vector<GpuChoice>> choose_gpus(const std::string& gpus, bool with_gpu_rungs) {
   if (!with_gpu_rungs) return choose_gpus_from(gpus, false, {}, {}, false);
-  const char* cvd = std::getenv("CUDA_VISIBLE_DEVICES");
-  return choose_gpus_from(gpus, true, doctor::probe_driver(), doctor::probe_nvml(), cvd != nullptr);
+  // NVML is asked only for MIG instances, which matter only when CUDA_VISIBLE_DEVICES does not narrow the choice.
+  const bool cvd = std::getenv("CUDA_VISIBLE_DEVICES") != nullptr;
+  const bool all = gpus.empty() || gpus == "all";
+  return choose_gpus_from(gpus, true, doctor::probe_driver(), all && !cvd ? doctor::probe_nvml() : doctor::NvmlFacts{},
+                          cvd);
 }
 
 Result<std::vector<GpuChoice>> choose_gpus_from(const std::string& gpus, bool with_gpu_rungs,
@@ -477,7 +473,9 @@ Result<std::vector<GpuChoice>> choose_gpus_from(const std::string& gpus, bool wi
     const size_t k = std::stoul(e);
     if (!listed || k >= d.devices.size()) {
       return invalid_argument(fmt::format(
-          "--gpus '{}': there is no visible device {} ({}; CUDA_VISIBLE_DEVICES={})", gpus, e, describe_visible(d),
+          "--gpus '{}': there is no visible device {} ({}; CUDA_VISIBLE_DEVICES={}); list indices of the visible "
+          "devices, or GPU-/MIG- UUIDs from `nvidia-smi -L`",
+          gpus, e, describe_visible(d),
           std::getenv("CUDA_VISIBLE_DEVICES") ? std::getenv("CUDA_VISIBLE_DEVICES") : "(unset)"));
     }
     const auto& dev = d.devices[k];
@@ -763,10 +761,10 @@ std::vector<GpuState> OcrEngine::gpus() const {
 
 void OcrEngine::publish_gpu_metrics() const {
   if (lanes_.size() < 2) return;
-  for (const auto& l : lanes_) {
-    const GpuState g = l->state();
-    metrics::set_gauge("steadyocr_gpu_in_service", {{"gpu", g.gpu}}, g.in_service ? 1 : 0);
-    metrics::set_gauge("steadyocr_gpu_in_flight", {{"gpu", g.gpu}}, g.in_flight);
+  for (size_t k = 0; k < lanes_.size(); ++k) {
+    const std::string gpu = std::to_string(k);
+    metrics::set_gauge("steadyocr_gpu_in_service", {{"gpu", gpu}}, lanes_[k]->in_service() ? 1 : 0);
+    metrics::set_gauge("steadyocr_gpu_in_flight", {{"gpu", gpu}}, lanes_[k]->in_flight());
   }
 }
 

@@ -19,6 +19,14 @@ std::string utc_now() {
 
 }  // namespace
 
+std::vector<LadderEvent> standing_events(const std::vector<LadderEvent>& events) {
+  size_t from = 0;
+  for (size_t k = 0; k < events.size(); ++k) {
+    if (events[k].climb) from = k + 1;
+  }
+  return std::vector<LadderEvent>(events.begin() + static_cast<std::ptrdiff_t>(from), events.end());
+}
+
 Ladder::Ladder(std::vector<std::string> rungs) : rungs_(std::move(rungs)) {
   for (auto& r : rungs_) {
     Rung rung;

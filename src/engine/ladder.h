@@ -25,6 +25,9 @@ struct LadderEvent {
   Finding finding() const { return {reason, detail, fix}; }
 };
 
+// The step-downs that still stand: every event after the last climb back (none when the last move was a climb).
+std::vector<LadderEvent> standing_events(const std::vector<LadderEvent>& events);
+
 enum class RungState { kUntested, kHealthy, kFailed };
 
 class Ladder {

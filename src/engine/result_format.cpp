@@ -46,6 +46,27 @@ bool parse_output_format(const std::string& name, OutputFormat* out) {
   return true;
 }
 
+nlohmann::ordered_json event_to_json(const LadderEvent& e) {
+  nlohmann::ordered_json f = {{"from", e.from}, {"to", e.to},       {"reason", e.reason}, {"detail", e.detail},
+                              {"fix", e.fix},   {"climb", e.climb}, {"time", e.time}};
+  if (!e.gpu.empty()) f["gpu"] = e.gpu;
+  return f;
+}
+
+nlohmann::ordered_json gpu_state_to_json(const GpuState& g) {
+  nlohmann::ordered_json j = {
+      {"gpu", g.gpu},   {"device", g.device},       {"name", g.name},           {"in_service", g.in_service},
+      {"rung", g.rung}, {"in_flight", g.in_flight}, {"images_ok", g.images_ok}, {"images_failed", g.images_failed}};
+  j["last_inference_age_ms"] =
+      g.last_ok_age_ms < 0 ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(std::lround(g.last_ok_age_ms));
+  if (!g.in_service) {
+    nlohmann::ordered_json why = nlohmann::ordered_json::array();
+    for (const auto& ev : standing_events(g.events)) why.push_back(event_to_json(ev));
+    j["out_of_service"] = why;
+  }
+  return j;
+}
+
 nlohmann::ordered_json outcome_to_json(const ImageOutcome& o) {
   nlohmann::ordered_json lines = nlohmann::ordered_json::array();
   for (const auto& l : o.result.lines) {
@@ -55,12 +76,7 @@ nlohmann::ordered_json outcome_to_json(const ImageOutcome& o) {
   }
   const pipeline::StageTimes& t = o.result.timings;
   nlohmann::ordered_json fallbacks = nlohmann::ordered_json::array();
-  for (const auto& e : o.fallbacks) {
-    nlohmann::ordered_json f = {{"from", e.from}, {"to", e.to},       {"reason", e.reason}, {"detail", e.detail},
-                                {"fix", e.fix},   {"climb", e.climb}, {"time", e.time}};
-    if (!e.gpu.empty()) f["gpu"] = e.gpu;
-    fallbacks.push_back(std::move(f));
-  }
+  for (const auto& e : o.fallbacks) fallbacks.push_back(event_to_json(e));
   nlohmann::ordered_json j = {{"lines", lines},
                               {"backend", o.result.backend},
                               {"rung", o.rung},

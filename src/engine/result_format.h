@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/engine.h"
 #include "engine/ladder.h"
 #include "pipeline/pipeline.h"
 
@@ -30,6 +31,14 @@ struct ImageOutcome {
   // Moves on the backend ladder while this image ran (step downs and climbs), each with its reason code.
   std::vector<LadderEvent> fallbacks;
 };
+
+// A ladder move: {"from", "to", "reason", "detail", "fix", "climb", "time"} (+ "gpu" with several GPUs), as results,
+// /readyz and the bindings show it.
+nlohmann::ordered_json event_to_json(const LadderEvent& e);
+// One GPU of several: {"gpu", "device", "name", "in_service", "rung", "in_flight", "images_ok", "images_failed",
+// "last_inference_age_ms"} (+ "out_of_service": its standing events, when it is out), as /readyz and the bindings show
+// it.
+nlohmann::ordered_json gpu_state_to_json(const GpuState& g);
 
 // {"lines": [{"text", "score", "box"}], "backend", "rung", "fallbacks": [...], "timings_ms": {...}} (+ "error" when
 // it failed).

@@ -6,6 +6,7 @@
 #include "core/log.h"
 #include "core/metrics.h"
 #include "core/timer.h"
+#include "engine/result_format.h"
 
 namespace steadyocr::server {
 
@@ -135,52 +136,16 @@ Readiness::Report Readiness::report() const {
     b["backend"] = engine::backend_of_rung(e->current_rung());
     b["requested_rung"] = e->ladder().rungs().front();
     nlohmann::ordered_json fallbacks = nlohmann::ordered_json::array();
-    // The standing step-downs: every event since the last climb back.
-    auto events = e->events();
-    size_t from = 0;
-    for (size_t k = 0; k < events.size(); ++k) {
-      if (events[k].climb) from = k + 1;
-    }
-    for (size_t k = from; k < events.size(); ++k) {
-      const auto& ev = events[k];
-      nlohmann::ordered_json f = {{"from", ev.from},     {"to", ev.to},   {"reason", ev.reason},
-                                  {"detail", ev.detail}, {"fix", ev.fix}, {"time", ev.time}};
-      if (!ev.gpu.empty()) f["gpu"] = ev.gpu;
-      fallbacks.push_back(std::move(f));
-    }
+    for (const auto& ev : engine::standing_events(e->events())) fallbacks.push_back(engine::event_to_json(ev));
     b["fallbacks"] = fallbacks;
     if (e->gpu_count() > 1) {
       // Each GPU: the rung it serves on (or out of service, and why: its standing events), its traffic and probe.
       nlohmann::ordered_json gpus = nlohmann::ordered_json::array();
       for (const auto& g : e->gpus()) {
-        nlohmann::ordered_json j = {{"gpu", g.gpu},
-                                    {"device", g.device},
-                                    {"name", g.name},
-                                    {"in_service", g.in_service},
-                                    {"rung", g.rung},
-                                    {"in_flight", g.in_flight},
-                                    {"images_ok", g.images_ok},
-                                    {"images_failed", g.images_failed}};
-        j["last_inference_age_ms"] = g.last_ok_age_ms < 0 ? nlohmann::ordered_json(nullptr)
-                                                          : nlohmann::ordered_json(std::lround(g.last_ok_age_ms));
+        nlohmann::ordered_json j = engine::gpu_state_to_json(g);
         if (auto it = gpu_probes_.find(g.gpu); it != gpu_probes_.end()) {
           j["probe"] = {{"ok", it->second.ok}, {"ms", std::round(it->second.ms * 100) / 100}};
           if (!it->second.ok) j["probe"]["error"] = it->second.error;
-        }
-        if (!g.in_service) {
-          nlohmann::ordered_json why = nlohmann::ordered_json::array();
-          size_t from = 0;
-          for (size_t k = 0; k < g.events.size(); ++k) {
-            if (g.events[k].climb) from = k + 1;
-          }
-          for (size_t k = from; k < g.events.size(); ++k) {
-            why.push_back({{"from", g.events[k].from},
-                           {"to", g.events[k].to},
-                           {"reason", g.events[k].reason},
-                           {"detail", g.events[k].detail},
-                           {"time", g.events[k].time}});
-          }
-          j["out_of_service"] = why;
         }
         gpus.push_back(std::move(j));
       }

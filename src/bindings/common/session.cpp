@@ -248,10 +248,7 @@ std::vector<Read> Session::read(const std::vector<engine::ImageJob>& jobs, const
 }
 
 nlohmann::ordered_json event_json(const engine::LadderEvent& e) {
-  nlohmann::ordered_json j = {{"from", e.from}, {"to", e.to},       {"reason", e.reason}, {"detail", e.detail},
-                              {"fix", e.fix},   {"climb", e.climb}, {"time", e.time}};
-  if (!e.gpu.empty()) j["gpu"] = e.gpu;
-  return j;
+  return engine::event_to_json(e);
 }
 
 nlohmann::ordered_json Session::info() const {
@@ -271,13 +268,7 @@ nlohmann::ordered_json Session::info() const {
   if (engine_->gpu_count() > 1) {
     nlohmann::ordered_json gpus = nlohmann::ordered_json::array();
     for (const auto& g : engine_->gpus()) {
-      gpus.push_back({{"gpu", g.gpu},
-                      {"device", g.device},
-                      {"name", g.name},
-                      {"in_service", g.in_service},
-                      {"rung", g.rung},
-                      {"images_ok", g.images_ok},
-                      {"images_failed", g.images_failed}});
+      gpus.push_back(engine::gpu_state_to_json(g));
     }
     info["gpus"] = gpus;
   }
