@@ -17,6 +17,7 @@
 #include "core/parallel.h"
 #include "core/timer.h"
 #include "engine/engine.h"
+#include "engine/result_format.h"
 #include "pipeline/image_decode.h"
 
 namespace steadyocr::cli {
@@ -116,13 +117,6 @@ double stage_of(const StageTimes& t, const std::string& stage) {
   if (stage == "cls") return t.cls;
   if (stage == "rec") return t.rec;
   return t.total;
-}
-
-json event_json(const LadderEvent& e) {
-  json j = {{"time", e.time},     {"from", e.from}, {"to", e.to},      {"reason", e.reason},
-            {"detail", e.detail}, {"fix", e.fix},   {"climb", e.climb}};
-  if (!e.gpu.empty()) j["gpu"] = e.gpu;
-  return j;
 }
 
 std::string event_line(const LadderEvent& e) {
@@ -448,7 +442,7 @@ int run_bench(const BenchArgs& a) {
   const auto events = engine.events();
   r["fell_back"] = std::any_of(events.begin(), events.end(), [](const auto& e) { return !e.climb; });
   r["events"] = json::array();
-  for (const auto& e : events) r["events"].push_back(event_json(e));
+  for (const auto& e : events) r["events"].push_back(json(engine::event_to_json(e)));
   r["workers"] = json::object();
   for (const auto& [rung, st] : engine.worker_stats()) {
     if (st.worker_losses || st.retries) {

@@ -245,6 +245,7 @@ class Lane {
     return !c.empty() && is_worker_rung(c);
   }
   int in_flight() const { return in_flight_.load(); }
+  const std::string& label() const { return options_.gpu_label; }
   const std::string& serving() const { return serving_; }
   const Ladder& ladder() const { return ladder_; }
   Ladder& ladder() { return ladder_; }
@@ -761,10 +762,9 @@ std::vector<GpuState> OcrEngine::gpus() const {
 
 void OcrEngine::publish_gpu_metrics() const {
   if (lanes_.size() < 2) return;
-  for (size_t k = 0; k < lanes_.size(); ++k) {
-    const std::string gpu = std::to_string(k);
-    metrics::set_gauge("steadyocr_gpu_in_service", {{"gpu", gpu}}, lanes_[k]->in_service() ? 1 : 0);
-    metrics::set_gauge("steadyocr_gpu_in_flight", {{"gpu", gpu}}, lanes_[k]->in_flight());
+  for (const auto& l : lanes_) {
+    metrics::set_gauge("steadyocr_gpu_in_service", {{"gpu", l->label()}}, l->in_service() ? 1 : 0);
+    metrics::set_gauge("steadyocr_gpu_in_flight", {{"gpu", l->label()}}, l->in_flight());
   }
 }
 

@@ -247,13 +247,9 @@ std::vector<Read> Session::read(const std::vector<engine::ImageJob>& jobs, const
   return reads;
 }
 
-nlohmann::ordered_json event_json(const engine::LadderEvent& e) {
-  return engine::event_to_json(e);
-}
-
 nlohmann::ordered_json Session::info() const {
   nlohmann::ordered_json events = nlohmann::ordered_json::array();
-  for (const auto& e : engine_->events()) events.push_back(event_json(e));
+  for (const auto& e : engine_->events()) events.push_back(engine::event_to_json(e));
   nlohmann::ordered_json workers = nlohmann::ordered_json::object();
   for (const auto& [rung, st] : engine_->worker_stats()) {
     workers[rung] = {

@@ -87,9 +87,6 @@ class Session {
   std::unique_ptr<engine::OcrEngine> engine_;
 };
 
-// A ladder event as the CLI's JSON writes it in "fallbacks".
-nlohmann::ordered_json event_json(const engine::LadderEvent& e);
-
 // Encodes an 8-bit picture (1, 3 or 4 channels, BGR order) losslessly for the engine, which reads encoded images: BMP
 // for 1 and 3 channels (a header and the rows: about a copy of the pixels), PNG for 4 (BMP readers drop alpha).
 Result<std::vector<uint8_t>> encode_pixels(const cv::Mat& picture);
