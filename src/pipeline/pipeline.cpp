@@ -64,12 +64,14 @@ Result<std::unique_ptr<Pipeline>> Pipeline::load(const ModelPaths& paths, std::s
   }
   const bool device = opts.execution == ExecutionProfile::kDevice;
   runtime::ModelOptions model_options;
+  // Exact det sizes and rec widths: most requests plan a new shape, and the shape-independent passes need not run
+  // again for each (every backend: they are the larger part of a new shape's host time on the cpu too).
+  model_options.reuse_generic_passes = true;
   model_options.fallbacks = runtime::fallback_chain(backend->name());  // where the nodes it declines run
   if (device) {
     opts.rec.pad_batch = true;
     if (opts.rec.merge_rows == 0) opts.rec.merge_rows = 8 * std::max(opts.rec.batch, 1);
     model_options.max_replicas = std::max(1, opts.plan_instances);
-    model_options.reuse_generic_passes = true;  // exact det sizes and rec widths: most requests plan a new shape
     // Plans hold no device memory of their own (runs lease arenas): every shape a set repeats skips planning.
     model_options.max_cached_shapes = 512;
   }
