@@ -24,6 +24,7 @@ struct PassOptions {
   bool fuse_layernorm = true;
   bool fuse_residual = true;
   bool fuse_epilogues = true;  // the pointwise chains after convolutions and matmuls (fuse_epilogues)
+  // The verifier after each pass (and at the end of specialize); off, the caller verifies the final graph itself.
   bool verify_each = true;
   // How constant folding evaluates a node. Without one only what needs no kernel folds (Shape of a static
   // shape, constant Reshape targets), which leaves a graph with computed constants the backends then run.
