@@ -53,6 +53,9 @@ class Tensor {
     return static_cast<const T*>(data_);
   }
 
+  // What keeps the storage alive (shared by copies of this tensor); null for caller-managed memory.
+  const std::shared_ptr<void>& storage() const { return owner_; }
+
   // Deep copy with fresh storage.
   Tensor clone() const;
   // Same storage, new shape with the same number of elements.

@@ -309,19 +309,38 @@ CudaDevice::~CudaDevice() {
   for (cudnnHandle_t h : free_cudnn_) SO_GPU_TRY(dnn().cudnnDestroy(h));
   free_cudnn_.clear();
   free_arenas_.clear();
+  weights_by_storage_.clear();
   weights_.clear();
 }
 
 Result<DeviceMemoryPtr> CudaDevice::weight(const Tensor& t, DType dt) {
   if (!t.defined()) return internal_error("weight(): undefined tensor");
-  // Keyed on the source content, so a hit costs one hash and no conversion.
   Stopwatch hash_sw;
+  const StorageKey skey{t.storage().get(), t.raw(), t.nbytes(), t.dtype(), dt};
+  // Remembers `m` under t's storage (when t owns its storage: caller-managed addresses may be reused).
+  auto remember = [&](const DeviceMemoryPtr& m) {  // mu_ held
+    if (!t.storage()) return;
+    weights_by_storage_.emplace(skey, std::make_pair(t.storage(), m));
+    if (weights_by_storage_.size() < storage_sweep_at_) return;
+    std::erase_if(weights_by_storage_, [](const auto& e) { return e.second.first.use_count() == 1; });
+    storage_sweep_at_ = std::max<size_t>(64, 2 * weights_by_storage_.size());
+  };
+  if (t.storage()) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = weights_by_storage_.find(skey);
+    if (it != weights_by_storage_.end()) {
+      metrics::inc("steadyocr_cuda_weight_ms_total", {{"phase", "storage"}}, hash_sw.elapsed_ms());
+      return it->second.second;
+    }
+  }
+  // Else keyed on the source content, so a hit costs one hash and no conversion.
   std::string key = fmt::format("{}>{}:{}:{:016x}", dtype_name(t.dtype()), dtype_name(dt), t.nbytes(),
                                 common::hash_bytes(t.raw(), t.nbytes()));
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = weights_.find(key);
     if (it != weights_.end()) {
+      remember(it->second);
       metrics::inc("steadyocr_cuda_weight_ms_total", {{"phase", "hash"}}, hash_sw.elapsed_ms());
       return it->second;
     }
@@ -351,6 +370,7 @@ Result<DeviceMemoryPtr> CudaDevice::weight(const Tensor& t, DType dt) {
   std::lock_guard<std::mutex> lock(mu_);
   auto [it, inserted] = weights_.emplace(key, m);
   if (inserted) weight_bytes_ += m->bytes;
+  remember(it->second);
   return it->second;
 }
 

@@ -13,6 +13,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "core/status.h"
@@ -154,7 +155,8 @@ class CudaDevice {
   const std::shared_ptr<PinnedPool>& pinned() const { return pinned_; }
 
   // The device copy of `t` converted to `dt` (f32 or f16 for floating tensors), shared between plans with the
-  // same content (the passes produce equal folded weights for every shape bucket).
+  // same content (the passes produce equal folded weights for every shape bucket). A tensor whose storage was seen
+  // before (every plan of a model shares its graph's constants) is found without hashing its bytes.
   Result<DeviceMemoryPtr> weight(const Tensor& t, DType dt);
   Result<DeviceMemoryPtr> weight_floats(const std::vector<float>& v);
 
@@ -199,6 +201,12 @@ class CudaDevice {
   std::shared_ptr<PinnedPool> pinned_ = std::make_shared<PinnedPool>();
   mutable std::mutex mu_;
   std::map<std::string, DeviceMemoryPtr> weights_;
+  // The same copies by host storage: (owner, address, bytes, source and target types). Each entry holds the owner,
+  // so its address cannot be reused by another tensor while the entry lives; entries only this map still holds are
+  // dropped when it has doubled since the last sweep.
+  using StorageKey = std::tuple<const void*, const void*, size_t, DType, DType>;
+  std::map<StorageKey, std::pair<std::shared_ptr<void>, DeviceMemoryPtr>> weights_by_storage_;
+  size_t storage_sweep_at_ = 64;
   size_t weight_bytes_ = 0;
   std::vector<Lane> free_lanes_;
   std::vector<cudnnHandle_t> free_cudnn_;

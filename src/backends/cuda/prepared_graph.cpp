@@ -489,6 +489,7 @@ Status CudaPreparedGraph::capture() {
     ws = arena_.mem->ptr;
   }
   RETURN_IF_ERROR(need_cudnn());
+  Stopwatch capture_sw;
   cudaGraph_t g = nullptr;
   Status s;
   const bool ws_set = SO_GPU_TRY(cublasSetWorkspace(lane_->cublas, ws, ws_bytes));
@@ -527,6 +528,7 @@ Status CudaPreparedGraph::capture() {
   exec_arena_ = arena_.id;
   runs_off_graph_ = 0;
   metrics::inc("steadyocr_cuda_graphs_captured_total", {{"model", role_}});
+  metrics::inc("steadyocr_cuda_graph_capture_ms_total", {{"model", role_}}, capture_sw.elapsed_ms());
   return Status::ok();
 }
 

@@ -19,6 +19,7 @@
 #include "backends/cuda/ops/ops_util.h"
 #include "core/log.h"
 #include "core/metrics.h"
+#include "core/timer.h"
 
 namespace steadyocr::cuda {
 namespace {
@@ -453,8 +454,13 @@ Status plan_with_cudnn(PlanBuilder& b, const ConvProblem& p, ConvDescriptors* d,
     return gpu_status(CUDNN_STATUS_NOT_SUPPORTED, "cudnnGetConvolutionForwardAlgorithm_v7 [injected cudnn_no_algo]",
                       __FILE__, __LINE__);
   }
+  // Timed apart from the rest of the convolution's build (steadyocr_cuda_build_ms_total{op="Conv"} holds both).
+  Stopwatch sw;
   RETURN_IF_ERROR(make_conv_descriptors(p, d));
+  metrics::inc("steadyocr_cuda_cudnn_plan_ms_total", {{"phase", "descriptors"}}, sw.elapsed_ms());
+  sw.reset();
   ASSIGN_OR_RETURN(*algo, choose_conv_algo(b.device(), b.cudnn(), p, d));
+  metrics::inc("steadyocr_cuda_cudnn_plan_ms_total", {{"phase", "algorithm"}}, sw.elapsed_ms());
   return Status::ok();
 }
 
