@@ -311,10 +311,16 @@ size_t Graph::constant_bytes() const {
   return b;
 }
 
+SymbolTable& Graph::make_symbols() {
+  if (!symbols_) symbols_ = std::make_shared<SymbolTable>();
+  return *symbols_;
+}
+
 Graph Graph::clone() const {
   Graph g;
   g.name_ = name_;
   g.name_counter_ = name_counter_;
+  g.symbols_ = symbols_;
   std::unordered_map<const Value*, Value*> vmap;
   for (auto& v : values_) {
     auto nv = std::make_unique<Value>(*v);

@@ -12,6 +12,7 @@
 
 #include "core/status.h"
 #include "core/tensor.h"
+#include "graph/symbolic.h"
 
 namespace steadyocr::graph {
 
@@ -215,8 +216,13 @@ struct Node;
 struct Value {
   std::string name;
   DType dtype = DType::kF32;
-  Shape shape;      // -1 for a dimension not known yet
+  Shape shape;      // -1 for a dimension not known yet, <= -2 a symbol of the graph's SymbolTable (graph/symbolic.h)
   Tensor constant;  // defined() for initialisers and folded values
+  // An integer tensor of rank 0 or 1 computed from shapes alone (Shape, and the slicing and arithmetic on it), when
+  // its elements are known as dims, static or symbolic, before run time: what symbolic specialisation folds the
+  // exported Shape->Slice->Concat->Reshape chains into (a Reshape target then becomes its attribute).
+  std::vector<int64_t> shape_data;
+  bool has_shape_data = false;
   Node* producer = nullptr;
 
   bool is_constant() const { return constant.defined(); }
@@ -286,6 +292,12 @@ class Graph {
 
   const std::string& name() const { return name_; }
   void set_name(std::string n) { name_ = std::move(n); }
+  // The expressions of the graph's symbolic dims (null until symbolic specialisation made one). Clones share it: it
+  // only grows, at load, and evaluating it reads it.
+  SymbolTable* symbols() const { return symbols_.get(); }
+  SymbolTable& make_symbols();
+  // For a graph whose shapes are all static again (graph::instantiate): it reads no symbol.
+  void forget_symbols() { symbols_.reset(); }
   // Number of compute nodes (constants are values, not nodes).
   size_t node_count() const { return nodes_.size(); }
   std::map<std::string, int> op_histogram() const;
@@ -300,6 +312,7 @@ class Graph {
   std::vector<Value*> outputs_;
   std::map<std::string, Value*> by_name_;
   uint64_t name_counter_ = 0;
+  std::shared_ptr<SymbolTable> symbols_;
 };
 
 // How the one topological sort below takes ready nodes. kBreadthFirst: first in, first out (the original order

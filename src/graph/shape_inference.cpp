@@ -35,14 +35,61 @@ bool norm_axis(int64_t axis, int64_t rank, int64_t* out) {
   return true;
 }
 
-// Two dims that must be equal where known; the known one wins.
-bool merge_dim(int64_t a, int64_t b, int64_t* out) {
-  if (a >= 0 && b >= 0 && a != b) return false;
-  *out = a >= 0 ? a : b;
-  return true;
-}
+// Arithmetic on dims for the rules below: static dims fold; with a symbol table, symbols give symbols (and what the
+// rule needs of them is recorded as an assumption); without one a symbol counts as unknown.
+struct DimMath {
+  SymbolTable* t = nullptr;
 
-Status broadcast(const Node& n, const Shape& a, const Shape& b, Shape* out) {
+  bool any_unknown(std::initializer_list<int64_t> ds) const {
+    for (int64_t d : ds) {
+      if (d == kUnknownDim || (is_symbolic(d) && !t)) return true;
+    }
+    return false;
+  }
+  int64_t add_const(int64_t a, int64_t c) const {
+    return any_unknown({a}) ? kUnknownDim : (t ? t->add_const(a, c) : a + c);
+  }
+  int64_t add(int64_t a, int64_t b) const { return any_unknown({a, b}) ? kUnknownDim : (t ? t->add(a, b) : a + b); }
+  int64_t mul(int64_t a, int64_t b) const { return any_unknown({a, b}) ? kUnknownDim : (t ? t->mul(a, b) : a * b); }
+  int64_t mul_const(int64_t a, int64_t c) const {
+    return any_unknown({a}) ? kUnknownDim : (t ? t->mul_const(a, c) : a * c);
+  }
+  int64_t floor_div_const(int64_t a, int64_t c) const {
+    return any_unknown({a}) ? kUnknownDim : (t ? t->floor_div_const(a, c) : a / c);
+  }
+  int64_t floor_div(int64_t a, int64_t b) const {
+    return any_unknown({a, b}) ? kUnknownDim : (t ? t->floor_div(a, b) : a / b);
+  }
+  int64_t min(int64_t a, int64_t b) const {
+    return any_unknown({a, b}) ? kUnknownDim : (t ? t->min(a, b) : std::min(a, b));
+  }
+  int64_t max(int64_t a, int64_t b) const {
+    return any_unknown({a, b}) ? kUnknownDim : (t ? t->max(a, b) : std::max(a, b));
+  }
+  int64_t sub(int64_t a, int64_t b) const { return any_unknown({a, b}) ? kUnknownDim : (t ? t->sub(a, b) : a - b); }
+  // Two dims that must be equal: false when both are static and differ. The known one wins (a static one over a
+  // symbol, which is then assumed equal to it).
+  bool merge(int64_t a, int64_t b, int64_t* out) const {
+    if (a == b || b == kUnknownDim) {
+      *out = a;
+      return true;
+    }
+    if (a == kUnknownDim) {
+      *out = b;
+      return true;
+    }
+    if (a >= 0 && b >= 0) return false;
+    if (!t) {
+      *out = a >= 0 ? a : (b >= 0 ? b : kUnknownDim);
+      return true;
+    }
+    t->assume_equal(a, b);
+    *out = a >= 0 ? a : (b >= 0 ? b : a);
+    return true;
+  }
+};
+
+Status broadcast(const Node& n, const Shape& a, const Shape& b, Shape* out, const DimMath& m) {
   size_t rank = std::max(a.size(), b.size());
   out->assign(rank, 1);
   for (size_t i = 0; i < rank; ++i) {
@@ -53,10 +100,15 @@ Status broadcast(const Node& n, const Shape& a, const Shape& b, Shape* out) {
       r = db;
     } else if (db == 1) {
       r = da;
-    } else if (da < 0 || db < 0) {
-      r = std::max(da, db);  // an unknown dim must be 1 or the other's size; -1 when both unknown
     } else if (da == db) {
       r = da;
+    } else if (da == kUnknownDim || db == kUnknownDim) {
+      // An unknown dim must be 1 or the other's size: the other's when static, else unknown.
+      r = da >= 0 ? da : (db >= 0 ? db : kUnknownDim);
+    } else if (da < 0 || db < 0) {
+      // A symbol against another dim: the two are equal for the shapes the model takes (a symbol of size 1 at run
+      // time would broadcast instead; the assumption sends such a shape down the plain path).
+      m.merge(da, db, &r);
     } else {
       return fail(n, "cannot broadcast {} with {}", shape_str(a), shape_str(b));
     }
@@ -65,7 +117,7 @@ Status broadcast(const Node& n, const Shape& a, const Shape& b, Shape* out) {
   return Status::ok();
 }
 
-Status infer_binary(Node& n) {
+Status infer_binary(Node& n, const DimMath& m) {
   RETURN_IF_ERROR(need_inputs(n, 2));
   const Value* a = n.input(0);
   const Value* b = n.input(1);
@@ -74,17 +126,26 @@ Status infer_binary(Node& n) {
                 dtype_name(b->dtype));
   }
   Shape s;
-  RETURN_IF_ERROR(broadcast(n, a->shape, b->shape, &s));
+  RETURN_IF_ERROR(broadcast(n, a->shape, b->shape, &s, m));
   set_out(n, std::move(s), a->dtype);
   return Status::ok();
 }
 
 // One spatial output size for a window of `eff` (dilated kernel) with the given padding and stride.
 Status window_out(const Node& n, const Shape& x, int i, int64_t eff, int64_t pad_total, int64_t stride, bool ceil_mode,
-                  int64_t pad_begin, int64_t* out) {
+                  int64_t pad_begin, int64_t* out, const DimMath& m) {
   int64_t in = x[2 + i];
   if (in < 0) {
-    *out = -1;
+    // (in + pads - eff) / stride + 1; in ceil mode also no window starting in the end padding (below), which is
+    // the smaller of the two counts.
+    const int64_t span = m.add_const(in, pad_total - eff);
+    if (m.t) m.t->assume_at_least(span, 0);  // the static rule's "input too small"
+    if (!ceil_mode) {
+      *out = m.add_const(m.floor_div_const(span, stride), 1);
+    } else {
+      *out = m.min(m.add_const(m.floor_div_const(m.add_const(span, stride - 1), stride), 1),
+                   m.add_const(m.floor_div_const(m.add_const(in, pad_begin - 1), stride), 1));
+    }
     return Status::ok();
   }
   int64_t span = in + pad_total - eff;
@@ -99,7 +160,7 @@ Status window_out(const Node& n, const Shape& x, int i, int64_t eff, int64_t pad
   return Status::ok();
 }
 
-Status infer_conv(Node& n) {
+Status infer_conv(Node& n, const DimMath& m) {
   RETURN_IF_ERROR(need_inputs(n, 2));
   const auto& a = n.attr<ConvAttrs>();
   const Shape& x = n.input(0)->shape;
@@ -127,13 +188,14 @@ Status infer_conv(Node& n) {
   Shape out = {x[0], w[0], -1, -1};
   for (int i = 0; i < 2; ++i) {
     int64_t eff = a.dilations[i] * (a.kernel[i] - 1) + 1;
-    RETURN_IF_ERROR(window_out(n, x, i, eff, a.pads[i] + a.pads[i + 2], a.strides[i], false, a.pads[i], &out[2 + i]));
+    RETURN_IF_ERROR(
+        window_out(n, x, i, eff, a.pads[i] + a.pads[i + 2], a.strides[i], false, a.pads[i], &out[2 + i], m));
   }
   if (const Value* r = n.input(3)) {
     if (r->shape.size() != 4)
       return fail(n, "residual {} must match the output {}", shape_str(r->shape), shape_str(out));
     for (size_t i = 0; i < 4; ++i) {
-      if (!merge_dim(out[i], r->shape[i], &out[i])) {
+      if (!m.merge(out[i], r->shape[i], &out[i])) {
         return fail(n, "residual {} does not match the output {}", shape_str(r->shape), shape_str(out));
       }
     }
@@ -142,7 +204,7 @@ Status infer_conv(Node& n) {
   return Status::ok();
 }
 
-Status infer_conv_transpose(Node& n) {
+Status infer_conv_transpose(Node& n, const DimMath& dm) {
   RETURN_IF_ERROR(need_inputs(n, 2));
   const auto& a = n.attr<ConvTransposeAttrs>();
   const Shape& x = n.input(0)->shape;
@@ -161,8 +223,12 @@ Status infer_conv_transpose(Node& n) {
   }
   Shape out = {x[0], m, -1, -1};
   for (int i = 0; i < 2; ++i) {
-    if (x[2 + i] < 0) continue;
     int64_t eff = a.dilations[i] * (a.kernel[i] - 1) + 1;
+    if (x[2 + i] < 0) {  // stride * (x - 1) + output padding + eff - pads
+      out[2 + i] = dm.add_const(dm.mul_const(x[2 + i], a.strides[i]),
+                                a.output_padding[i] + eff - a.pads[i] - a.pads[i + 2] - a.strides[i]);
+      continue;
+    }
     int64_t o = a.strides[i] * (x[2 + i] - 1) + a.output_padding[i] + eff - a.pads[i] - a.pads[i + 2];
     if (o <= 0) return fail(n, "output size {} in dimension {} is not positive for input {}", o, 2 + i, shape_str(x));
     out[2 + i] = o;
@@ -202,7 +268,7 @@ Status infer_global_pool(Node& n) {
   return Status::ok();
 }
 
-Status infer_pool(Node& n) {
+Status infer_pool(Node& n, const DimMath& m) {
   RETURN_IF_ERROR(need_inputs(n, 1));
   const auto& a = n.attr<PoolAttrs>();
   const Shape& x = n.input(0)->shape;
@@ -212,14 +278,14 @@ Status infer_pool(Node& n) {
     if (a.pads[i] >= a.kernel[i] || a.pads[i + 2] >= a.kernel[i]) {
       return fail(n, "padding {} is not smaller than the kernel {}", a.pads[i], a.kernel[i]);
     }
-    RETURN_IF_ERROR(
-        window_out(n, x, i, a.kernel[i], a.pads[i] + a.pads[i + 2], a.strides[i], a.ceil_mode, a.pads[i], &out[2 + i]));
+    RETURN_IF_ERROR(window_out(n, x, i, a.kernel[i], a.pads[i] + a.pads[i + 2], a.strides[i], a.ceil_mode, a.pads[i],
+                               &out[2 + i], m));
   }
   set_out(n, std::move(out), n.input(0)->dtype);
   return Status::ok();
 }
 
-Status infer_resize(Node& n) {
+Status infer_resize(Node& n, const DimMath& m) {
   RETURN_IF_ERROR(need_inputs(n, 1));
   const auto& a = n.attr<ResizeAttrs>();
   const Shape& x = n.input(0)->shape;
@@ -233,7 +299,10 @@ Status infer_resize(Node& n) {
     }
     for (size_t i = 0; i < x.size(); ++i) {
       if (!(a.scales[i] > 0.f)) return fail(n, "scale {} on axis {} is not positive", a.scales[i], i);
-      if (x[i] < 0) continue;
+      if (x[i] < 0) {
+        out[i] = is_symbolic(x[i]) && m.t ? m.t->floor_scale(x[i], a.scales[i]) : kUnknownDim;
+        continue;
+      }
       // A scale from the file can ask for any size; past 2^40 the float-to-integer conversion would be undefined
       // long before (found by fuzz_onnx).
       const double scaled = std::floor(static_cast<double>(x[i]) * a.scales[i]);
@@ -250,7 +319,7 @@ Status infer_resize(Node& n) {
   return Status::ok();
 }
 
-Status infer_concat(Node& n) {
+Status infer_concat(Node& n, const DimMath& m) {
   if (n.inputs.empty()) return fail(n, "has no inputs");
   RETURN_IF_ERROR(need_inputs(n, n.inputs.size()));
   const Shape& first = n.input(0)->shape;
@@ -271,8 +340,8 @@ Status infer_concat(Node& n) {
     for (int64_t i = 0; i < rank; ++i) {
       int64_t d = v->shape[static_cast<size_t>(i)];
       if (i == axis) {
-        out[static_cast<size_t>(i)] = (out[static_cast<size_t>(i)] < 0 || d < 0) ? -1 : out[static_cast<size_t>(i)] + d;
-      } else if (!merge_dim(out[static_cast<size_t>(i)], d, &out[static_cast<size_t>(i)])) {
+        out[static_cast<size_t>(i)] = m.add(out[static_cast<size_t>(i)], d);
+      } else if (!m.merge(out[static_cast<size_t>(i)], d, &out[static_cast<size_t>(i)])) {
         return fail(n, "inputs {} and {} differ outside axis {}", shape_str(first), shape_str(v->shape), axis);
       }
     }
@@ -281,29 +350,57 @@ Status infer_concat(Node& n) {
   return Status::ok();
 }
 
-Status infer_reshape(Node& n) {
+// The product of `ds` as a constant and the symbols that multiply it (a symbol's own products decomposed), or false
+// when one is unknown.
+bool product_factors(const std::vector<int64_t>& ds, const DimMath& m, int64_t* constant, std::vector<int64_t>* syms) {
+  *constant = 1;
+  for (int64_t d : ds) {
+    if (d == kUnknownDim || (is_symbolic(d) && !m.t)) return false;
+    if (!is_symbolic(d)) {
+      *constant *= d;
+    } else {
+      int64_t c = 1;
+      m.t->factors(d, &c, syms);
+      *constant *= c;
+    }
+  }
+  return true;
+}
+
+int64_t product_dim(int64_t constant, const std::vector<int64_t>& syms, const DimMath& m) {
+  int64_t p = constant;
+  for (int64_t s : syms) p = m.mul(p, s);
+  return p;
+}
+
+Status infer_reshape(Node& n, const DimMath& m) {
   RETURN_IF_ERROR(need_inputs(n, 1));
   const auto& a = n.attr<ReshapeAttrs>();
   const Shape& x = n.input(0)->shape;
   std::vector<int64_t> target;
+  // Symbols come from symbolic specialisation (shape data, or the attribute it wrote); a file's constant cannot hold
+  // one (the import rejects attributes below -1, since it infers without a symbol table).
+  bool symbols_allowed = n.input(1) == nullptr || n.input(1)->has_shape_data;
   if (const Value* s = n.input(1)) {
-    if (!s->is_constant()) {
+    if (s->has_shape_data) {
+      target = s->shape_data;  // its symbols are dims; a -1 there is the literal "infer this one"
+    } else if (!s->is_constant()) {
       // Rank is known from the shape tensor's length; sizes only once specialisation folds it.
       if (s->shape.size() != 1 || s->shape[0] < 0) {
         return fail(n, "shape input '{}' {} must be a 1-D tensor of known length", s->name, shape_str(s->shape));
       }
       set_out(n, Shape(static_cast<size_t>(s->shape[0]), -1), n.input(0)->dtype);
       return Status::ok();
+    } else {
+      target = s->constant.to_int64s();
     }
-    target = s->constant.to_int64s();
   } else {
     target = a.shape;
   }
   Shape out(target.size(), -1);
   int infer_at = -1;
-  // known_in / known_out: products over the dims that are not copied (0) and not inferred (-1).
-  int64_t known_in = 1, known_out = 1;
-  bool in_unknown = false;
+  // What is not copied (0) and not inferred (-1), on both sides: its element counts must agree.
+  std::vector<int64_t> rest_in, rest_out;
   std::vector<bool> copied(x.size(), false);
   for (size_t i = 0; i < target.size(); ++i) {
     int64_t t = target[i];
@@ -314,30 +411,54 @@ Status infer_reshape(Node& n) {
     } else if (t == -1) {
       if (infer_at >= 0) return fail(n, "target {} has more than one -1", shape_str(target));
       infer_at = static_cast<int>(i);
+    } else if (is_symbolic(t) && m.t && symbols_allowed && m.t->contains(t)) {
+      out[i] = t;
+      rest_out.push_back(t);
     } else if (t < 0) {
       return fail(n, "target {} has an invalid dimension {}", shape_str(target), t);
     } else {
       out[i] = t;
-      known_out *= t;
+      rest_out.push_back(t);
     }
   }
   for (size_t i = 0; i < x.size(); ++i) {
-    if (copied[i]) continue;
-    if (x[i] < 0) {
-      in_unknown = true;
+    if (!copied[i]) rest_in.push_back(x[i]);
+  }
+  int64_t c_in = 1, c_out = 1;
+  std::vector<int64_t> s_in, s_out;
+  const bool in_known = product_factors(rest_in, m, &c_in, &s_in);
+  if (!in_known || !product_factors(rest_out, m, &c_out, &s_out)) {
+    set_out(n, std::move(out), n.input(0)->dtype);  // the inferred dim (if any) stays unknown
+    return Status::ok();
+  }
+  for (auto it = s_out.begin(); it != s_out.end();) {  // a symbol on both sides cancels
+    auto found = std::find(s_in.begin(), s_in.end(), *it);
+    if (found == s_in.end()) {
+      ++it;
     } else {
-      known_in *= x[i];
+      s_in.erase(found);
+      it = s_out.erase(it);
     }
   }
   if (infer_at >= 0) {
-    if (!in_unknown) {
-      if (known_out == 0 || known_in % known_out != 0) {
-        return fail(n, "cannot reshape {} into {}", shape_str(x), shape_str(target));
-      }
-      out[static_cast<size_t>(infer_at)] = known_in / known_out;
+    int64_t d;
+    if (s_in.empty() && s_out.empty()) {
+      if (c_out == 0 || c_in % c_out != 0) return fail(n, "cannot reshape {} into {}", shape_str(x), shape_str(target));
+      d = c_in / c_out;
+    } else if (s_out.empty() && c_out != 0 && c_in % c_out == 0) {
+      d = product_dim(c_in / c_out, s_in, m);
+    } else {
+      const int64_t num = product_dim(c_in, s_in, m), den = product_dim(c_out, s_out, m);
+      m.t->assume_divisible(num, den);
+      d = m.floor_div(num, den);
     }
-  } else if (!in_unknown && known_in != known_out) {
-    return fail(n, "cannot reshape {} ({} elements) into {}", shape_str(x), shape_numel(x), shape_str(target));
+    out[static_cast<size_t>(infer_at)] = d;
+  } else if (s_in.empty() && s_out.empty()) {
+    if (c_in != c_out) {
+      return fail(n, "cannot reshape {} ({} elements) into {}", shape_str(x), shape_numel(x), shape_str(target));
+    }
+  } else {
+    m.t->assume_equal(product_dim(c_in, s_in, m), product_dim(c_out, s_out, m));
   }
   set_out(n, std::move(out), n.input(0)->dtype);
   return Status::ok();
@@ -365,7 +486,7 @@ Status infer_transpose(Node& n) {
   return Status::ok();
 }
 
-Status infer_matmul(Node& n) {
+Status infer_matmul(Node& n, const DimMath& m) {
   RETURN_IF_ERROR(need_inputs(n, 2));
   Shape a = n.input(0)->shape, b = n.input(1)->shape;
   if (n.input(0)->dtype != n.input(1)->dtype) {
@@ -376,11 +497,11 @@ Status infer_matmul(Node& n) {
   if (a_vec) a.insert(a.begin(), 1);
   if (b_vec) b.push_back(1);
   int64_t k;
-  if (!merge_dim(a.back(), b[b.size() - 2], &k)) {
+  if (!m.merge(a.back(), b[b.size() - 2], &k)) {
     return fail(n, "inner dimensions differ: {} x {}", shape_str(n.input(0)->shape), shape_str(n.input(1)->shape));
   }
   Shape batch;
-  RETURN_IF_ERROR(broadcast(n, Shape(a.begin(), a.end() - 2), Shape(b.begin(), b.end() - 2), &batch));
+  RETURN_IF_ERROR(broadcast(n, Shape(a.begin(), a.end() - 2), Shape(b.begin(), b.end() - 2), &batch, m));
   Shape out = batch;
   if (!a_vec) out.push_back(a[a.size() - 2]);
   if (!b_vec) out.push_back(b.back());
@@ -421,7 +542,7 @@ Status infer_reduce_mean(Node& n) {
   return Status::ok();
 }
 
-Status infer_squeeze(Node& n) {
+Status infer_squeeze(Node& n, const DimMath& m) {
   RETURN_IF_ERROR(need_inputs(n, 1));
   const Shape& x = n.input(0)->shape;
   const auto& axes = n.attr<AxesAttrs>().axes;
@@ -440,6 +561,7 @@ Status infer_squeeze(Node& n) {
     if (x[static_cast<size_t>(k)] > 1 || x[static_cast<size_t>(k)] == 0) {
       return fail(n, "cannot squeeze axis {} of size {} in {}", ax, x[static_cast<size_t>(k)], shape_str(x));
     }
+    if (is_symbolic(x[static_cast<size_t>(k)]) && m.t) m.t->assume_equal(x[static_cast<size_t>(k)], 1);
     drop[static_cast<size_t>(k)] = true;
   }
   Shape out;
@@ -485,7 +607,21 @@ int64_t slice_len(int64_t dim, int64_t start, int64_t end, int64_t step) {
   return start > end ? (start - end + (-step) - 1) / (-step) : 0;
 }
 
-Status infer_slice(Node& n) {
+// The length of a slice of a symbolic dim: start and end clamped as ONNX does, with the dim an expression.
+int64_t slice_len_symbolic(int64_t dim, int64_t start, int64_t end, int64_t step, const DimMath& m) {
+  if (step <= 0 || !m.t) return kUnknownDim;    // reversed slices of symbolic dims: not needed by any model seen
+  constexpr int64_t kToEnd = int64_t{1} << 40;  // exporters write INT64_MAX or INT32_MAX for "to the end"
+  auto bound = [&](int64_t v) {
+    if (v >= kToEnd) return dim;
+    if (v >= 0) return m.min(v, dim);
+    return m.max(m.add_const(dim, v), 0);  // dim + v, clamped at 0
+  };
+  const int64_t b = bound(start), e = bound(end);
+  const int64_t span = m.max(m.sub(e, b), 0);
+  return step == 1 ? span : m.floor_div_const(m.add_const(span, step - 1), step);
+}
+
+Status infer_slice(Node& n, const DimMath& m) {
   RETURN_IF_ERROR(need_inputs(n, 1));
   const auto& a = n.attr<SliceAttrs>();
   const Shape& x = n.input(0)->shape;
@@ -504,7 +640,11 @@ Status infer_slice(Node& n) {
     int64_t step = a.steps.empty() ? 1 : a.steps[i];
     if (step == 0) return fail(n, "step 0 on axis {}", a.axes[i]);
     int64_t d = x[static_cast<size_t>(axis)];
-    out[static_cast<size_t>(axis)] = d < 0 ? -1 : slice_len(d, a.starts[i], a.ends[i], step);
+    if (is_symbolic(d)) {
+      out[static_cast<size_t>(axis)] = slice_len_symbolic(d, a.starts[i], a.ends[i], step, m);
+    } else {
+      out[static_cast<size_t>(axis)] = d < 0 ? -1 : slice_len(d, a.starts[i], a.ends[i], step);
+    }
   }
   set_out(n, std::move(out), n.input(0)->dtype);
   return Status::ok();
@@ -532,14 +672,15 @@ Status infer_layer_norm(Node& n) {
 
 }  // namespace
 
-Status infer_node(Node& node) {
+Status infer_node(Node& node, SymbolTable* symbols) {
   if (node.outputs.empty() || !node.output(0)) return fail(node, "has no output");
+  const DimMath m{symbols};
   try {
     switch (node.op) {
       case OpKind::kConv:
-        return infer_conv(node);
+        return infer_conv(node, m);
       case OpKind::kConvTranspose:
-        return infer_conv_transpose(node);
+        return infer_conv_transpose(node, m);
       case OpKind::kBatchNorm:
         return infer_batchnorm(node);
       case OpKind::kAdd:
@@ -547,7 +688,7 @@ Status infer_node(Node& node) {
       case OpKind::kMul:
       case OpKind::kDiv:
       case OpKind::kPow:
-        return infer_binary(node);
+        return infer_binary(node, m);
       case OpKind::kSqrt:
       case OpKind::kRelu:
       case OpKind::kSigmoid:
@@ -560,23 +701,23 @@ Status infer_node(Node& node) {
         return infer_global_pool(node);
       case OpKind::kAveragePool:
       case OpKind::kMaxPool:
-        return infer_pool(node);
+        return infer_pool(node, m);
       case OpKind::kResize:
-        return infer_resize(node);
+        return infer_resize(node, m);
       case OpKind::kConcat:
-        return infer_concat(node);
+        return infer_concat(node, m);
       case OpKind::kReshape:
-        return infer_reshape(node);
+        return infer_reshape(node, m);
       case OpKind::kTranspose:
         return infer_transpose(node);
       case OpKind::kMatMul:
-        return infer_matmul(node);
+        return infer_matmul(node, m);
       case OpKind::kSoftmax:
         return infer_softmax(node);
       case OpKind::kReduceMean:
         return infer_reduce_mean(node);
       case OpKind::kSqueeze:
-        return infer_squeeze(node);
+        return infer_squeeze(node, m);
       case OpKind::kUnsqueeze:
         return infer_unsqueeze(node);
       case OpKind::kShape:
@@ -588,7 +729,7 @@ Status infer_node(Node& node) {
         set_out(node, node.input(0)->shape, node.attr<CastAttrs>().to);
         return Status::ok();
       case OpKind::kSlice:
-        return infer_slice(node);
+        return infer_slice(node, m);
       case OpKind::kLayerNorm:
         return infer_layer_norm(node);
       case OpKind::kTop1: {
@@ -623,7 +764,7 @@ Status infer_node(Node& node) {
 
 Status infer_shapes(Graph& graph) {
   RETURN_IF_ERROR(graph.toposort());
-  for (const auto& n : graph.nodes()) RETURN_IF_ERROR(infer_node(*n));
+  for (const auto& n : graph.nodes()) RETURN_IF_ERROR(infer_node(*n, graph.symbols()));
   return Status::ok();
 }
 

@@ -180,11 +180,16 @@ Status check_attrs(const Node& n) {
   }
 }
 
-// Shapes agree when ranks match and every dim known on both sides is equal (an unknown side is not a conflict).
+// Shapes agree when ranks match and every dim known on both sides is equal (an unknown side is not a conflict); two
+// symbols agree when they are the same expression (the table keeps one symbol per expression).
 bool shapes_agree(const Shape& stored, const Shape& inferred) {
   if (stored.size() != inferred.size()) return false;
   for (size_t i = 0; i < stored.size(); ++i) {
-    if (stored[i] >= 0 && inferred[i] >= 0 && stored[i] != inferred[i]) return false;
+    if (stored[i] == kUnknownDim || inferred[i] == kUnknownDim) continue;
+    if ((stored[i] >= 0 || inferred[i] >= 0 || (is_symbolic(stored[i]) && is_symbolic(inferred[i]))) &&
+        stored[i] != inferred[i]) {
+      return false;
+    }
   }
   return true;
 }
@@ -216,7 +221,7 @@ Status check_epilogue(const Node& n) {
   return Status::ok();
 }
 
-Status check_inference(const Node& n) {
+Status check_inference(const Node& n, SymbolTable* symbols) {
   Node probe;
   probe.op = n.op;
   probe.name = n.name;
@@ -231,7 +236,7 @@ Status check_inference(const Node& n) {
     outs[i].dtype = n.outputs[i]->dtype;
     probe.outputs.push_back(&outs[i]);
   }
-  Status s = infer_node(probe);
+  Status s = infer_node(probe, symbols);
   if (!s.is_ok()) return internal_error(fmt::format("verifier: shape inference fails: {}", s.message()));
   for (size_t i = 0; i < n.outputs.size(); ++i) {
     const Value* v = n.outputs[i];
@@ -307,7 +312,7 @@ Status verify(const Graph& graph, const VerifyOptions& options) {
       RETURN_IF_ERROR(check_static(out, n.describe() + " output"));
     }
     RETURN_IF_ERROR(check_attrs(n));
-    RETURN_IF_ERROR(check_inference(n));
+    RETURN_IF_ERROR(check_inference(n, graph.symbols()));
   }
   if (graph.outputs().empty()) return internal_error("verifier: the graph has no outputs");
   for (const Value* out : graph.outputs()) {

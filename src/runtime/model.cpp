@@ -133,10 +133,11 @@ Result<std::unique_ptr<Model>> Model::load(const std::string& path, std::shared_
 void Model::prepare_generic_graph() {
   Stopwatch sw;
   graph::Graph generic = graph_.clone();
-  Status s = graph::optimize(generic, options_.passes);
+  Status s = graph::specialize_symbolic(generic, options_.passes);
+  if (s.is_ok()) s = graph::optimize(generic, options_.passes);
   if (!s.is_ok()) {
-    log::debug("runtime", "{}: passes on the dynamic graph failed ({}); every shape runs them", graph_.name(),
-               s.to_string());
+    log::info("runtime", "{}: the passes cannot run on symbolic shapes ({}); every new input shape runs them",
+              graph_.name(), s.to_string());
     return;
   }
   // The same computation as the plain path (specialise, then optimise) on a probe shape, or not used at all.
@@ -145,9 +146,8 @@ void Model::prepare_generic_graph() {
     graph::Graph plain = graph_.clone();
     RETURN_IF_ERROR(graph::specialize(plain, {probe}, options_.passes));
     RETURN_IF_ERROR(graph::optimize(plain, options_.passes));
-    graph::Graph fast = generic.clone();
-    RETURN_IF_ERROR(graph::specialize(fast, {probe}, options_.passes));
-    RETURN_IF_ERROR(graph::optimize(fast, options_.passes));
+    ASSIGN_OR_RETURN(graph::Graph fast, graph::instantiate(generic, {probe}));
+    RETURN_IF_ERROR(graph::verify(fast, {.require_static_shapes = true}));
     if (fast.node_count() != plain.node_count() || fast.op_histogram() != plain.op_histogram()) return false;
     Tensor x = Tensor::empty(model_input_dtype(graph_), probe);
     std::mt19937 rng(7);
@@ -168,31 +168,30 @@ void Model::prepare_generic_graph() {
   auto same = check();
   if (!same.is_ok() || !*same) {
     log::info("runtime",
-              "{}: the pre-optimised graph does not reproduce the plain passes on {} ({}); every new shape "
-              "runs the whole pass pipeline",
+              "{}: the symbolically specialised graph does not reproduce the plain passes on {} ({}); every new "
+              "shape runs the whole pass pipeline",
               graph_.name(), shape_str(probe), same.is_ok() ? "outputs differ" : same.status().to_string());
     return;
   }
   generic_ = std::move(generic);
   has_generic_ = true;
   stats_.generic_passes = true;
-  log::debug("runtime", "{}: generic passes ready in {:.1f} ms", graph_.name(), sw.elapsed_ms());
+  log::debug("runtime", "{}: symbolic graph ready in {:.1f} ms: {} nodes, {} symbols, input {}", graph_.name(),
+             sw.elapsed_ms(), generic_.node_count(), generic_.symbols()->size(),
+             generic_.symbols()->describe(generic_.inputs()[0]->shape));
 }
 
 Result<graph::Graph> Model::specialized_graph(const Shape& shape) const {
   if (has_generic_) {
-    // The generic graph passed the verifier after each pass at load; here the passes only fold what the shape
-    // decides, so the verifier runs once, on the result (after each pass it doubled the passes' time).
-    graph::PassOptions quick = options_.passes;
-    quick.verify_each = false;
-    graph::Graph g = generic_.clone();
-    Status s = graph::specialize(g, {shape}, quick);
-    if (s.is_ok()) s = graph::optimize(g, quick);
-    if (s.is_ok()) s = graph::verify(g, {.require_static_shapes = true});
-    if (s.is_ok()) return g;
-    // The plain path below gives the error its usual wording (or succeeds where this did not).
-    log::debug("runtime", "{}: generic graph for {} failed ({}); running every pass", graph_.name(), shape_str(shape),
-               s.to_string());
+    // The passes ran once, on symbols: a new shape evaluates them. The verifier checks the result's every shape
+    // against static inference; a shape that breaks an assumption made on the symbols takes the plain path below,
+    // which gives the error its usual wording (or succeeds where this did not).
+    auto g = graph::instantiate(generic_, {shape});
+    Status s = g.status();
+    if (s.is_ok()) s = graph::verify(*g, {.require_static_shapes = true});
+    if (s.is_ok()) return std::move(g).value();
+    log::debug("runtime", "{}: the symbolic graph does not instantiate for {} ({}); running every pass", graph_.name(),
+               shape_str(shape), s.to_string());
   }
   graph::Graph g = graph_.clone();
   RETURN_IF_ERROR(graph::specialize(g, {shape}, options_.passes));

@@ -22,7 +22,7 @@ Value* forwarded_input(const Node* n) {
     case OpKind::kReshape:
     case OpKind::kSqueeze:
     case OpKind::kUnsqueeze:
-      return x->has_static_shape() && x->shape == y->shape && n->inputs.size() == 1 ? x : nullptr;
+      return is_resolved(x->shape) && x->shape == y->shape && n->inputs.size() == 1 ? x : nullptr;
     case OpKind::kTranspose: {
       const auto& perm = n->attr<TransposeAttrs>().perm;
       if (perm.empty()) return x->shape.size() <= 1 ? x : nullptr;
@@ -70,9 +70,9 @@ bool bypass(Graph& g, pass_util::Sweep& sweep, Node* n, Value* x) {
 }
 
 // Reshape-like n reading the output of another reshape-like node that nothing else reads: one Reshape
-// from the first input straight to n's (static) output shape.
+// from the first input straight to n's output shape (static, or symbolic: a symbolic Reshape target is an expression).
 bool merge_views(Graph& g, pass_util::Sweep& sweep, Node* n) {
-  if (!is_view(n->op) || n->inputs.size() != 1 || !n->output()->has_static_shape()) return false;
+  if (!is_view(n->op) || n->inputs.size() != 1 || !is_resolved(n->output()->shape)) return false;
   Value* mid = n->input(0);
   Node* prev = mid->producer;
   if (!prev || !is_view(prev->op) || prev->inputs.size() != 1 || pass_util::sole_consumer(g, mid) != n) return false;

@@ -3,9 +3,12 @@
 // which is what removes the exported Shape->Slice->Cast->Concat->Reshape chains once the input shape is known.
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "core/log.h"
 #include "graph/passes/pass_util.h"
 #include "graph/passes/passes.h"
+#include "graph/shape_data.h"
 #include "graph/shape_inference.h"
 
 namespace steadyocr::graph {
@@ -30,10 +33,32 @@ Result<bool> fold_constants(Graph& graph, const PassOptions& options) {
   pass_util::Sweep sweep(graph);
   std::vector<const Tensor*> args;
   std::vector<Tensor> results;
+  SymbolTable* symbols = graph.symbols();
   for (Node* n : sweep.nodes()) {
     // Shapes upstream may have just become known (a folded Reshape target): refresh before deciding.
-    RETURN_IF_ERROR(infer_node(*n));
+    RETURN_IF_ERROR(infer_node(*n, symbols));
     Value* out = n->output();
+    // On symbolic shapes, what a shape chain computes is known as dims (graph/shape_data.h): a Reshape takes it as
+    // its target, and a tensor of static elements only becomes a constant.
+    if (symbols) {
+      if (n->op == OpKind::kReshape && n->input(1) && n->input(1)->has_shape_data && !n->input(0)->is_constant()) {
+        n->attr<ReshapeAttrs>().shape = n->input(1)->shape_data;
+        n->inputs.resize(1);
+        RETURN_IF_ERROR(infer_node(*n, symbols));
+        changed = true;
+        continue;
+      }
+      if (propagate_shape_data(*n, *symbols)) changed = true;
+      if (out->has_shape_data && out->dtype == DType::kI64 &&
+          std::all_of(out->shape_data.begin(), out->shape_data.end(), [](int64_t d) { return d >= -1; })) {
+        const std::vector<int64_t> data = out->shape_data;
+        out->has_shape_data = false;
+        out->shape_data.clear();
+        make_constant(graph, sweep, n, Tensor::from_int64s(out->shape, data));
+        changed = true;
+        continue;
+      }
+    }
     if (n->op == OpKind::kShape && n->input(0)->has_static_shape()) {
       const Shape& s = n->input(0)->shape;
       make_constant(graph, sweep, n, Tensor::from_int64s({static_cast<int64_t>(s.size())}, s));
@@ -44,7 +69,7 @@ Result<bool> fold_constants(Graph& graph, const PassOptions& options) {
     if (n->op == OpKind::kReshape && n->input(1) && n->input(1)->is_constant() && !n->input(0)->is_constant()) {
       n->attr<ReshapeAttrs>().shape = n->input(1)->constant.to_int64s();
       n->inputs.resize(1);
-      RETURN_IF_ERROR(infer_node(*n));
+      RETURN_IF_ERROR(infer_node(*n, symbols));
       changed = true;
       continue;
     }

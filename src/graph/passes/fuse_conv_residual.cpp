@@ -16,7 +16,7 @@ Result<bool> fuse_conv_residual(Graph& graph) {
     Node* add = pass_util::sole_consumer(graph, y);
     if (!add || add->op != OpKind::kAdd) continue;
     Value* other = pass_util::other_operand(add, y);
-    if (!other || !y->has_static_shape()) continue;
+    if (!other || !is_resolved(y->shape)) continue;
     // No broadcasting: the residual kernel reads `other` element for element.
     if (other->shape != y->shape || add->output()->shape != y->shape || other->dtype != y->dtype) continue;
     conv->inputs.resize(4, nullptr);

@@ -271,7 +271,8 @@ Result<bool> fuse_epilogues(Graph& graph, const PassOptions& options) {
     if (sweep.removed(n) || !n->epilogue.empty()) continue;
     if (n->op != OpKind::kConv && n->op != OpKind::kConvTranspose && n->op != OpKind::kMatMul) continue;
     if (n->outputs.size() != 1 || !n->output() || n->output()->dtype != DType::kF32) continue;
-    if (!n->output()->has_static_shape()) continue;  // per-channel and residual checks need the shape
+    // Per-channel and residual checks need the shape: static, or symbolic (equal symbols are equal expressions).
+    if (!is_resolved(n->output()->shape)) continue;
     Growth growth(graph, n, position, options);
     if (!growth.grow()) continue;
     growth.commit(sweep);

@@ -37,6 +37,18 @@ struct PassOptions {
 // invalid for the model (e.g. wrong channel count), naming the input and the expected shape.
 Status specialize(Graph& graph, const std::vector<Shape>& input_shapes, const PassOptions& options = {});
 
+// Specialisation on symbols instead of numbers, once per model: each free (-1) dim of an input becomes a symbol of the
+// graph's SymbolTable (graph/symbolic.h), shapes propagate as expressions of them, and the shape chains fold into them
+// (graph/shape_data.h). Then optimize() runs on the result as on a static graph. Fails (kUnsupported) when a value's
+// shape stays unknown, so that the caller keeps the per-shape path for such a model.
+Status specialize_symbolic(Graph& graph, const PassOptions& options = {});
+
+// The static graph for `input_shapes` of a graph specialised symbolically (and optimised): its symbols evaluated and
+// written into every shape and Reshape target, nothing else run (microseconds to a fraction of a millisecond, where
+// the passes took milliseconds). Fails when the shapes do not fit the model or break an assumption made on the symbols
+// (SymbolTable::evaluate); specialize() then gives the precise error, or the shape its own graph.
+Result<Graph> instantiate(const Graph& graph, const std::vector<Shape>& input_shapes);
+
 // Evaluates constant subgraphs with `options.evaluate`, skipping nodes whose outputs exceed
 // `options.max_fold_bytes`.
 Result<bool> fold_constants(Graph& graph, const PassOptions& options);

@@ -87,4 +87,78 @@ Status specialize(Graph& graph, const std::vector<Shape>& input_shapes, const Pa
   return Status::ok();
 }
 
+Status specialize_symbolic(Graph& graph, const PassOptions& options) {
+  SymbolTable& symbols = graph.make_symbols();
+  for (size_t i = 0; i < graph.inputs().size(); ++i) {
+    Shape& s = graph.inputs()[i]->shape;
+    for (size_t d = 0; d < s.size(); ++d) {
+      if (s[d] < 0) s[d] = symbols.input(static_cast<int>(i), static_cast<int>(d));
+    }
+  }
+  RETURN_IF_ERROR(infer_shapes(graph));
+  for (int round = 0; round < 32; ++round) {
+    ASSIGN_OR_RETURN(bool changed, fold_constants(graph, options));
+    RETURN_IF_ERROR(infer_shapes(graph));
+    if (!changed) break;
+  }
+  for (const auto& n : graph.nodes()) {
+    for (const Value* o : n->outputs) {
+      if (!is_resolved(o->shape)) {
+        return unsupported(
+            fmt::format("model '{}': {} produced by {} has the shape {} on symbolic inputs {}: not an "
+                        "expression of the input's dims",
+                        graph.name(), o->name, n->describe(), symbols.describe(o->shape),
+                        symbols.describe(graph.inputs()[0]->shape)));
+      }
+    }
+  }
+  if (!options.verify_each) return Status::ok();
+  Status s = verify(graph, {});
+  if (!s.is_ok()) return s.with_context("after symbolic specialisation");
+  return Status::ok();
+}
+
+Result<Graph> instantiate(const Graph& graph, const std::vector<Shape>& input_shapes) {
+  const SymbolTable* symbols = graph.symbols();
+  if (!symbols) return invalid_argument(fmt::format("model '{}' was not specialised symbolically", graph.name()));
+  if (input_shapes.size() != graph.inputs().size()) {
+    return invalid_argument(fmt::format("model '{}' has {} input(s) but {} shape(s) were given", graph.name(),
+                                        graph.inputs().size(), input_shapes.size()));
+  }
+  for (size_t i = 0; i < input_shapes.size(); ++i) {
+    const Shape& declared = graph.inputs()[i]->shape;
+    const Shape& given = input_shapes[i];
+    bool fits = given.size() == declared.size();
+    for (size_t d = 0; fits && d < given.size(); ++d) {
+      fits = given[d] > 0 && (is_symbolic(declared[d]) || declared[d] == given[d]);
+    }
+    if (!fits) {
+      return invalid_argument(fmt::format("model '{}': input shape {} does not fit {}", graph.name(), shape_str(given),
+                                          symbols->describe(declared)));
+    }
+  }
+  SymbolValues values;
+  RETURN_IF_ERROR(symbols->evaluate(input_shapes, &values));
+  Graph g = graph.clone();
+  g.forget_symbols();
+  for (const auto& v : g.values()) {
+    v->has_shape_data = false;
+    v->shape_data.clear();
+    if (!has_symbols(v->shape)) continue;
+    v->shape = values.shape(v->shape);
+    for (int64_t d : v->shape) {
+      if (d <= 0) {  // a window larger than its input, say: the plain path names it
+        return invalid_argument(fmt::format("model '{}': '{}' would have the shape {} for input {}", graph.name(),
+                                            v->name, shape_str(v->shape), shape_str(input_shapes[0])));
+      }
+    }
+  }
+  for (const auto& n : g.nodes()) {
+    if (n->op != OpKind::kReshape) continue;
+    auto& target = n->attr<ReshapeAttrs>().shape;
+    if (has_symbols(target)) target = n->output()->shape;  // explicit sizes: no 0 (copy) or -1 (infer) left
+  }
+  return g;
+}
+
 }  // namespace steadyocr::graph
