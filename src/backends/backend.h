@@ -56,6 +56,13 @@ class Backend {
   virtual bool supports(const graph::Node& node) const = 0;
   // Plans a graph whose Value shapes are all static; the backend copies what it keeps.
   virtual Result<std::unique_ptr<PreparedGraph>> prepare(const graph::Graph& graph) = 0;
+  // Plans a graph whose shapes are symbolic (graph::specialize_symbolic, then optimised) once, for every input shape
+  // its symbols fit: the result's run() takes any of them and plans nothing per shape. Unsupported (the default)
+  // where the backend plans per shape, or names the node it cannot run so; the runtime then instantiates the graph
+  // for each new shape and calls prepare().
+  virtual Result<std::unique_ptr<PreparedGraph>> prepare_symbolic(const graph::Graph& graph) {
+    return unsupported("backend " + name() + " plans each input shape");
+  }
 };
 
 }  // namespace steadyocr

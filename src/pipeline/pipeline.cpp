@@ -67,6 +67,7 @@ Result<std::unique_ptr<Pipeline>> Pipeline::load(const ModelPaths& paths, std::s
   // Exact det sizes and rec widths: most requests plan a new shape, and the shape-independent passes need not run
   // again for each (every backend: they are the larger part of a new shape's host time on the cpu too).
   model_options.reuse_generic_passes = true;
+  model_options.symbolic_plans = opts.symbolic_plans;
   model_options.fallbacks = runtime::fallback_chain(backend->name());  // where the nodes it declines run
   if (device) {
     opts.rec.pad_batch = true;

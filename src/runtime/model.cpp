@@ -127,7 +127,39 @@ Result<std::unique_ptr<Model>> Model::load(const std::string& path, std::shared_
   m->options_ = options;
   if (!m->options_.passes.evaluate) m->options_.passes = reference_pass_options(m->options_.passes);
   if (options.optimize && options.reuse_generic_passes) m->prepare_generic_graph();
+  if (m->has_generic_ && options.symbolic_plans) m->prepare_symbolic_plan();
   return m;
+}
+
+void Model::prepare_symbolic_plan() {
+  Stopwatch sw;
+  auto prepared = backend_->prepare_symbolic(generic_);
+  if (!prepared.is_ok()) {
+    // The backend plans per shape, or cannot run a node without: each new shape is instantiated and prepared.
+    if (prepared.status().code() == StatusCode::kUnsupported) {
+      log::debug("runtime", "{}: one plan per input shape on {} ({})", graph_.name(), backend_->name(),
+                 prepared.status().to_string());
+    } else {
+      log::info("runtime", "{}: one plan per input shape on {}: the plan for every shape failed ({})", graph_.name(),
+                backend_->name(), prepared.status().to_string());
+    }
+    return;
+  }
+  auto plan = std::make_shared<Plan>();
+  plan->graph = generic_.clone();
+  plan->symbolic = true;
+  plan->replicas.push_back(std::move(prepared).value());
+  plan->busy.push_back(false);
+  plan->limit = std::max(1, options_.max_replicas);
+  symbolic_plan_ = std::move(plan);
+  const double ms = sw.elapsed_ms();
+  stats_.symbolic_plan = true;
+  ++stats_.plans_built;
+  stats_.plan_ms_total += ms;
+  metrics::inc("steadyocr_model_plans_total", {{"model", graph_.name()}});
+  metrics::inc("steadyocr_model_plan_ms_total", {{"phase", "prepare"}}, ms);
+  log::debug("runtime", "planned {} once for every input shape {} on {} in {:.1f} ms", graph_.name(),
+             generic_.symbols()->describe(generic_.inputs()[0]->shape), backend_->name(), ms);
 }
 
 void Model::prepare_generic_graph() {
@@ -200,6 +232,7 @@ Result<graph::Graph> Model::specialized_graph(const Shape& shape) const {
 }
 
 Result<std::shared_ptr<Model::Plan>> Model::plan_for(const Shape& shape) {
+  if (symbolic_plan_) return symbolic_plan_;  // every shape: nothing to plan
   {
     std::lock_guard<std::mutex> lock(mu_);
     for (auto it = plans_.begin(); it != plans_.end(); ++it) {
@@ -255,6 +288,11 @@ Result<std::shared_ptr<Model::Plan>> Model::plan_for(const Shape& shape) {
     ++stats_.plans_evicted;
   }
   return plan;
+}
+
+Result<std::unique_ptr<PreparedGraph>> Model::prepare_instance(const Plan& plan) {
+  if (plan.symbolic) return backend_->prepare_symbolic(plan.graph);
+  return prepare(plan.graph, nullptr);
 }
 
 Result<std::unique_ptr<PreparedGraph>> Model::prepare(const graph::Graph& g, std::vector<NodePlacement>* placements) {
@@ -356,7 +394,7 @@ Status Model::warm_up(const Tensor& input, int instances, int runs) {
   while (static_cast<int>(plan->replicas.size()) + plan->building < std::min(instances, plan->limit)) {
     ++plan->building;
     lock.unlock();
-    auto prepared = prepare(plan->graph, nullptr);
+    auto prepared = prepare_instance(*plan);
     lock.lock();
     --plan->building;
     if (!prepared.is_ok()) {
@@ -383,12 +421,13 @@ Status Model::warm_up(const Tensor& input, int instances, int runs) {
     lock.lock();
     plan->busy[i] = false;
     freed_.notify_all();
-    RETURN_IF_ERROR(s.with_context("warming up " + path_ + " for " + shape_str(plan->shape)));
+    RETURN_IF_ERROR(s.with_context("warming up " + path_ + " for " + shape_str(input.shape())));
   }
   return Status::ok();
 }
 
 void Model::clear_plans() {
+  // The symbolic plan holds no per-shape state worth dropping (its activation memory comes per run).
   std::lock_guard<std::mutex> lock(mu_);
   stats_.plans_evicted += plans_.size();
   plans_.clear();

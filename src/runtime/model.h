@@ -33,6 +33,10 @@ struct ModelOptions {
   // pass pipeline (1-5 ms). Checked at load against the plain path on the reference backend (tens of ms, once), and
   // turned off for the model on a mismatch. Pays off when many shapes get planned.
   bool reuse_generic_passes = false;
+  // With reuse_generic_passes: one plan for every input shape where the backend makes one (Backend::prepare_symbolic:
+  // the cpu backend), so a new shape plans nothing at all. Off, or where the backend plans per shape, each new shape
+  // is instantiated and prepared.
+  bool symbolic_plans = false;
   // Where the nodes the backend declines (Backend::supports) run, in order: cpu then reference below a CUDA
   // backend, reference below cpu (runtime::fallback_chain). Empty: a declined node fails the plan.
   std::vector<std::shared_ptr<Backend>> fallbacks;
@@ -80,6 +84,7 @@ struct ModelStats {
   uint64_t replicas_built = 0;          // extra instances of an already planned shape (warm-up, racing callers)
   double plan_ms_total = 0;             // time spent specialising + preparing
   bool generic_passes = false;          // new shapes start from the pre-optimised graph
+  bool symbolic_plan = false;           // one plan serves every input shape (ModelOptions::symbolic_plans)
   std::vector<OpPlacement> placements;  // empty while every node runs on the model's backend
 };
 
@@ -145,8 +150,9 @@ class Model : public Runner {
     graph::Graph graph;
     std::vector<std::unique_ptr<PreparedGraph>> replicas;
     std::vector<bool> busy;
-    int building = 0;  // replicas being prepared now (warm_up)
-    int limit = 1;     // lowered when preparing another replica fails
+    int building = 0;       // replicas being prepared now (warm_up)
+    int limit = 1;          // lowered when preparing another replica fails
+    bool symbolic = false;  // `graph` is symbolic and every instance runs every input shape
   };
   Model() = default;
   Result<std::shared_ptr<Plan>> plan_for(const Shape& shape);
@@ -154,10 +160,14 @@ class Model : public Runner {
   // Specialises symbolically and optimises once; keeps the result when it instantiates to the same computation as
   // the plain path.
   void prepare_generic_graph();
+  // Plans the symbolic graph once on the backend, when it can (Backend::prepare_symbolic).
+  void prepare_symbolic_plan();
   // Takes a free instance of `plan`, waiting while all are busy.
   Result<std::pair<size_t, PreparedGraph*>> acquire(Plan& plan);
   // Prepares `g` on the backend, placing the nodes it declines on the fallbacks (runtime/placement.h).
   Result<std::unique_ptr<PreparedGraph>> prepare(const graph::Graph& g, std::vector<NodePlacement>* placements);
+  // Another instance of `plan` (warm_up): symbolic or per shape.
+  Result<std::unique_ptr<PreparedGraph>> prepare_instance(const Plan& plan);
   // Counts a new plan's placements: ModelStats::placements, steadyocr_op_placements_total, a WARN line once per
   // op kind. Called with mu_ held.
   void record_placements_locked(const std::vector<NodePlacement>& placements);
@@ -171,6 +181,7 @@ class Model : public Runner {
   mutable std::mutex mu_;
   std::condition_variable freed_;           // an instance became free or was added
   std::list<std::shared_ptr<Plan>> plans_;  // most recently used first
+  std::shared_ptr<Plan> symbolic_plan_;     // serves every shape when set (then plans_ stays empty)
   ModelStats stats_;
   std::set<std::string> placement_logged_;  // op kinds whose placement was logged
 };

@@ -11,6 +11,7 @@
 #include <map>
 #include <set>
 
+#include "../graph/graph_test_util.h"
 #include "backends/reference/reference_backend.h"
 #include "core/parallel.h"
 #include "graph/passes/passes.h"
@@ -129,6 +130,71 @@ TEST_P(BackendOps, MatchesReference) {
 }
 
 INSTANTIATE_TEST_SUITE_P(All, BackendOps, ::testing::ValuesIn(all_params()), param_name);
+
+// The cpu backend's one plan for every input shape (Backend::prepare_symbolic): each case with its first input's N, H
+// and W made symbolic (when it is rank 4 and they are not 1), planned once, run on the case's inputs and on a first
+// input 3 rows and 5 columns larger, against the reference on the graph instantiated for each. A case whose graph
+// cannot be specialised on symbols, or that the symbolic plan declines (the runtime then plans per shape), is skipped
+// and says why.
+class SymbolicCpuOps : public ::testing::TestWithParam<size_t> {};
+
+TEST_P(SymbolicCpuOps, OnePlanMatchesTheReferenceOnTwoShapes) {
+  const OpCase& oc = all_op_cases()[GetParam()];
+  auto cpu = runtime::create_backend("cpu");
+  if (!cpu.is_ok()) GTEST_SKIP() << "no cpu backend in this build";
+  CaseGraph c = oc.build();
+  graph::Graph g = c.graph.clone();
+  graph::Value* first = g.inputs().empty() ? nullptr : g.inputs()[0];
+  const bool free_dims = first && first->shape.size() == 4 && first->dtype == DType::kF32;
+  if (free_dims) {
+    for (size_t d : {0, 2, 3}) {
+      if (first->shape[d] > 1) first->shape[d] = -1;  // a size-1 axis broadcasts: it stays one
+    }
+  }
+  Status s = graph::specialize_symbolic(g, ref_passes());
+  if (!s.is_ok()) GTEST_SKIP() << "not symbolic: " << s.to_string();
+  auto fused = graph::fuse_epilogues(g, {});
+  ASSERT_TRUE(fused.is_ok()) << fused.status().to_string();
+  auto plan = (*cpu)->prepare_symbolic(g);
+  if (!plan.is_ok() && plan.status().code() == StatusCode::kUnsupported) {
+    GTEST_SKIP() << "planned per shape: " << plan.status().to_string();
+  }
+  ASSERT_TRUE(plan.is_ok()) << plan.status().to_string();
+  std::vector<std::vector<Tensor>> input_sets = {c.inputs};
+  if (free_dims) {
+    std::vector<Tensor> larger = c.inputs;
+    Shape sh = larger[0].shape();
+    sh[2] += 3;
+    sh[3] += 5;
+    larger[0] = random_tensor(sh, 17);
+    input_sets.push_back(std::move(larger));
+  }
+  auto reference = make_reference_backend();
+  for (size_t set = 0; set < input_sets.size(); ++set) {
+    std::vector<Shape> shapes;
+    for (const Tensor& t : input_sets[set]) shapes.push_back(t.shape());
+    auto static_graph = graph::instantiate(g, shapes);
+    if (!static_graph.is_ok()) {
+      ASSERT_EQ(set, 1u) << static_graph.status().to_string();  // the case's own shapes always fit
+      std::printf("%s: the larger inputs do not fit (%s)\n", oc.name.c_str(), static_graph.status().message().c_str());
+      continue;
+    }
+    CaseGraph sc{std::move(static_graph).value(), input_sets[set]};
+    std::vector<Tensor> expected, actual;
+    ASSERT_TRUE(run_on(*reference, sc, &expected).is_ok());
+    s = (*plan)->run(input_sets[set], &actual);
+    ASSERT_TRUE(s.is_ok()) << s.to_string();
+    ASSERT_EQ(actual.size(), expected.size());
+    for (size_t i = 0; i < expected.size(); ++i) {
+      ASSERT_EQ(actual[i].shape(), expected[i].shape()) << "output " << i << ", inputs " << set;
+      Comparison cmp = compare(actual[i], expected[i]);
+      EXPECT_LE(cmp.nmse, oc.max_nmse) << "output " << i << ", inputs " << set << ": " << cmp.describe();
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(All, SymbolicCpuOps, ::testing::Range<size_t>(0, all_op_cases().size()),
+                         [](const ::testing::TestParamInfo<size_t>& info) { return all_op_cases()[info.param].name; });
 
 TEST(BackendOpsMeta, EveryOpKindHasACase) {
   std::set<graph::OpKind> covered;

@@ -229,5 +229,51 @@ TEST(CpuLayerwise, DetIntermediatesMatchReference) {
   }
 }
 
+// One plan for every input shape (ModelOptions::symbolic_plans) against the plans made per shape, on the three models
+// and shapes the pipeline makes (odd widths included): the same outputs (NMSE < 1e-9, the same argmax per rec/cls
+// row), one plan built for all shapes, and a new shape costing no planning.
+TEST(CpuSymbolicPlan, OnePlanForEveryShapeMatchesThePerShapePlans) {
+  SO_REQUIRE_MODELS();
+  auto cpu = cpu_backend();
+  SO_REQUIRE_CPU(cpu);
+  struct Case {
+    const char* file;
+    std::vector<Shape> shapes;
+  };
+  const Case cases[] = {
+      {"ch_PP-OCRv4_det_infer.onnx", {{1, 3, 96, 320}, {1, 3, 160, 224}, {1, 3, 320, 96}, {2, 3, 64, 64}}},
+      {"ch_PP-OCRv4_rec_infer.onnx", {{1, 3, 48, 96}, {3, 3, 48, 321}, {6, 3, 48, 700}, {2, 3, 48, 9}}},
+      {"ch_ppocr_mobile_v2.0_cls_infer.onnx", {{2, 3, 48, 192}, {6, 3, 48, 192}}},
+  };
+  for (const Case& c : cases) {
+    runtime::ModelOptions symbolic, per_shape;
+    symbolic.reuse_generic_passes = per_shape.reuse_generic_passes = true;
+    symbolic.symbolic_plans = true;
+    auto a = runtime::Model::load(models_dir() + "/" + c.file, cpu, symbolic);
+    auto b = runtime::Model::load(models_dir() + "/" + c.file, cpu, per_shape);
+    ASSERT_TRUE(a.is_ok() && b.is_ok());
+    ASSERT_TRUE((*a)->stats().symbolic_plan) << c.file << ": the cpu backend made no plan for every shape";
+    EXPECT_FALSE((*b)->stats().symbolic_plan);
+    uint32_t seed = 5;
+    for (const Shape& s : c.shapes) {
+      const Tensor x = random_tensor(s, seed++, 0.f, 1.f);
+      runtime::CallInfo info;
+      auto ya = (*a)->run_call(x, &info);
+      auto yb = (*b)->run(x);
+      ASSERT_TRUE(ya.is_ok()) << c.file << " " << shape_str(s) << ": " << ya.status().to_string();
+      ASSERT_TRUE(yb.is_ok()) << yb.status().to_string();
+      ASSERT_EQ(ya->shape(), yb->shape());
+      const Comparison cmp = compare(*ya, *yb);
+      EXPECT_LE(cmp.nmse, 1e-9) << c.file << " " << shape_str(s) << ": " << cmp.describe();
+      if (ya->rank() == 3 || ya->rank() == 2) {
+        EXPECT_EQ(argmax_mismatches(*ya, *yb), 0) << c.file << " " << shape_str(s);
+      }
+      EXPECT_LT(info.profile.plan_ms, 0.5) << c.file << ": finding the plan for a new shape " << shape_str(s);
+    }
+    EXPECT_EQ((*a)->stats().plans_built, 1u) << c.file;
+    EXPECT_EQ((*b)->stats().plans_built, c.shapes.size()) << c.file;
+  }
+}
+
 }  // namespace
 }  // namespace steadyocr::testing

@@ -7,6 +7,7 @@
 
 #include "backends/cpu/ops.h"
 #include "backends/cpu/plan.h"
+#include "backends/cpu/symbolic_plan.h"
 #include "backends/cpu/weight_cache.h"
 #include "core/log.h"
 #include "core/parallel.h"
@@ -87,6 +88,12 @@ class CpuBackend : public Backend {
       if (!cpu_supports(*n, &why)) return unsupported(fmt::format("{}: {}", n->describe(), why));
     }
     auto plan = CpuPlan::build(graph, weights_, pool_);
+    if (!plan.is_ok()) return plan.status();
+    return std::unique_ptr<PreparedGraph>(std::move(plan).value());
+  }
+
+  Result<std::unique_ptr<PreparedGraph>> prepare_symbolic(const graph::Graph& graph) override {
+    auto plan = SymbolicPlan::build(graph, pool_);
     if (!plan.is_ok()) return plan.status();
     return std::unique_ptr<PreparedGraph>(std::move(plan).value());
   }

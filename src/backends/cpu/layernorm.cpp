@@ -8,10 +8,10 @@
 
 #include "backends/cpu/cpu_parallel.h"
 #include "backends/cpu/ops.h"
+#include "backends/cpu/row_kernels.h"
 #include "backends/cpu/vec_math.h"
 
 namespace steadyocr::cpu {
-namespace {
 
 SO_CPU_CLONES void layernorm_rows(const float* __restrict x, float* __restrict y, int64_t rows, int64_t cols,
                                   const float* __restrict scale, const float* __restrict bias, float eps) {
@@ -39,6 +39,8 @@ SO_CPU_CLONES void layernorm_rows(const float* __restrict x, float* __restrict y
     }
   }
 }
+
+namespace {
 
 class LayerNormOp : public CpuOp {
  public:

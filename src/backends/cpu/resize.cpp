@@ -10,16 +10,12 @@
 #include "backends/common/resize_axis.h"
 #include "backends/cpu/cpu_parallel.h"
 #include "backends/cpu/ops.h"
+#include "backends/cpu/resize_kernel.h"
 #include "backends/cpu/vec_math.h"
 
 namespace steadyocr::cpu {
-namespace {
 
 using common::ResizeAxis;
-
-struct Geometry {
-  int64_t planes, ih, iw, oh, ow, vec;  // planes of [H, W, vec] floats
-};
 
 SO_CPU_CLONES void resize_planes(const float* x, float* y, const Geometry& g, const ResizeAxis& ay,
                                  const ResizeAxis& ax, bool linear, int64_t p0, int64_t p1) {
@@ -54,6 +50,8 @@ SO_CPU_CLONES void resize_planes(const float* x, float* y, const Geometry& g, co
     }
   }
 }
+
+namespace {
 
 class Resize4dOp : public CpuOp {
  public:

@@ -6,10 +6,10 @@
 
 #include "backends/cpu/cpu_parallel.h"
 #include "backends/cpu/ops.h"
+#include "backends/cpu/row_kernels.h"
 #include "backends/cpu/vec_math.h"
 
 namespace steadyocr::cpu {
-namespace {
 
 // Softmax over rows of `len` contiguous floats. (omp simd: vectorised reductions without fast-math.)
 SO_CPU_CLONES void softmax_rows(const float* __restrict x, float* __restrict y, int64_t rows, int64_t len) {
@@ -56,6 +56,8 @@ SO_CPU_CLONES void softmax_strided(const float* x, float* y, int64_t len, int64_
     for (int64_t i = 0; i < inner; ++i) yr[i] *= sum[i];
   }
 }
+
+namespace {
 
 class SoftmaxOp : public CpuOp {
  public:
