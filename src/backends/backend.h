@@ -44,6 +44,9 @@ class PreparedGraph {
   virtual RunProfile last_profile() const { return {}; }
   // Bytes of device/arena memory held by this plan (0 when not tracked).
   virtual size_t workspace_bytes() const { return 0; }
+  // Host milliseconds the last run spent planning for its input shape (a plan for every shape evaluates its dims and,
+  // for a shape new to it, places its buffers); 0 for plans made for one shape. Read like last_profile().
+  virtual double last_plan_ms() const { return 0; }
 };
 
 class Backend {

@@ -67,9 +67,9 @@ void add_engine_flags(CLI::App* app, EngineArgs* args) {
   app->add_flag("--host-normalize", args->host_normalize,
                 "GPU backends: normalise the detector's input on the host and send floats, instead of the picture's "
                 "bytes normalised on the device (same results; for comparison)");
-  app->add_flag("--symbolic-plans", args->symbolic_plans,
-                "One plan for every input shape where the backend makes one (the cpu backend: no planning per new "
-                "shape, own kernels instead of oneDNN's per-shape primitives; same results)");
+  app->add_flag("--per-shape-plans", args->per_shape_plans,
+                "Plan every new input shape (oneDNN primitives per shape on the cpu backend) instead of one plan for "
+                "every shape where the backend makes one (same results; for comparison)");
   app->add_option("--det-limit-side", args->det_limit_side, "Longer side of the detection input")
       ->check(CLI::Range(32, 8192))
       ->capture_default_str();
@@ -172,7 +172,7 @@ Result<EngineOptions> engine_options_from(const EngineArgs& a) {
   opts.plan_cache = a.plan_cache;
   opts.rec_top1 = !a.host_ctc;
   opts.det_device_normalize = !a.host_normalize;
-  opts.symbolic_plans = a.symbolic_plans;
+  opts.symbolic_plans = !a.per_shape_plans;
   opts.db.thresh = a.det_thresh;
   opts.db.box_thresh = a.det_box_thresh;
   opts.db.unclip_ratio = a.unclip_ratio;

@@ -29,7 +29,7 @@ struct EngineArgs {
   int plan_cache = 0;
   bool host_ctc = false;
   bool host_normalize = false;
-  bool symbolic_plans = false;
+  bool per_shape_plans = false;
   float det_thresh = 0.3f;
   double det_box_thresh = 0.6, unclip_ratio = 1.5;
   int rec_batch = 6, rec_min_width = 320;

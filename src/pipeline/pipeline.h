@@ -71,9 +71,8 @@ struct PipelineOptions {
   // (--host-normalize, to compare).
   bool det_device_normalize = true;
   // One plan for every input shape where the backend makes one (the cpu backend: runtime::ModelOptions::
-  // symbolic_plans, --symbolic-plans). Off by default while its own kernels are slower than oneDNN's per-shape
-  // primitives (docs/BENCHMARKS.md); then every new shape is planned.
-  bool symbolic_plans = false;
+  // symbolic_plans); false: every new shape is planned (--per-shape-plans, to compare).
+  bool symbolic_plans = true;
   // Set by load: the detector model takes bytes (u8 [1, H, W, 3]); not an option.
   bool det_bytes = false;
   bool warm_up = true;            // kDevice: plan the bucketed det/rec shapes at load

@@ -231,8 +231,20 @@ Result<graph::Graph> Model::specialized_graph(const Shape& shape) const {
   return g;
 }
 
+bool Model::fits_symbolic_plan(const Shape& shape) const {
+  const Shape& declared = generic_.inputs()[0]->shape;
+  if (shape.size() != declared.size()) return false;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (shape[i] <= 0 || (!graph::is_symbolic(declared[i]) && declared[i] != shape[i])) return false;
+  }
+  graph::SymbolValues values;
+  return generic_.symbols()->evaluate({shape}, &values).is_ok();
+}
+
 Result<std::shared_ptr<Model::Plan>> Model::plan_for(const Shape& shape) {
-  if (symbolic_plan_) return symbolic_plan_;  // every shape: nothing to plan
+  // Every shape the symbols fit: nothing to plan. Another (a wrong channel count, a broadcast the symbols assumed
+  // away) takes the per-shape path, which plans it or names what is wrong with it.
+  if (symbolic_plan_ && fits_symbolic_plan(shape)) return symbolic_plan_;
   {
     std::lock_guard<std::mutex> lock(mu_);
     for (auto it = plans_.begin(); it != plans_.end(); ++it) {
@@ -376,6 +388,8 @@ Result<Tensor> Model::run_call(const Tensor& input, CallInfo* info) {
   Status s = prepared->run({input}, &outs);
   profile.run_ms = sw.elapsed_ms();
   profile.backend = prepared->last_profile();
+  // A plan for every shape plans inside its run (dims, buffer placement): that is this call's planning.
+  profile.plan_ms += prepared->last_plan_ms();
   if (info) *info = {input.rank() > 0 ? input.dim(0) : 1, 1, profile};
   {
     std::lock_guard<std::mutex> lock(mu_);

@@ -36,7 +36,7 @@ struct ModelOptions {
   // With reuse_generic_passes: one plan for every input shape where the backend makes one (Backend::prepare_symbolic:
   // the cpu backend), so a new shape plans nothing at all. Off, or where the backend plans per shape, each new shape
   // is instantiated and prepared.
-  bool symbolic_plans = false;
+  bool symbolic_plans = true;
   // Where the nodes the backend declines (Backend::supports) run, in order: cpu then reference below a CUDA
   // backend, reference below cpu (runtime::fallback_chain). Empty: a declined node fails the plan.
   std::vector<std::shared_ptr<Backend>> fallbacks;
@@ -162,6 +162,8 @@ class Model : public Runner {
   void prepare_generic_graph();
   // Plans the symbolic graph once on the backend, when it can (Backend::prepare_symbolic).
   void prepare_symbolic_plan();
+  // Whether `shape` fits the symbolic plan: rank and static dims as declared, every assumption on the symbols held.
+  bool fits_symbolic_plan(const Shape& shape) const;
   // Takes a free instance of `plan`, waiting while all are busy.
   Result<std::pair<size_t, PreparedGraph*>> acquire(Plan& plan);
   // Prepares `g` on the backend, placing the nodes it declines on the fallbacks (runtime/placement.h).

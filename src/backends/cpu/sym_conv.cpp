@@ -19,8 +19,11 @@
 namespace steadyocr::cpu {
 namespace {
 
-// The activation, residual and epilogue stages of a Conv or ConvTranspose, as RowEpilogue stages after the bias.
+// The activation, residual and epilogue stages of a Conv or ConvTranspose: as oneDNN post-ops after the bias (for a
+// ChunkGemm), and as RowEpilogue stages with the bias first (for our own kernels).
 struct ConvEpilogue {
+  Epilogue post_ops;
+  std::vector<float> bias;  // empty: none
   RowEpilogue rows;
   const graph::Value* residual = nullptr;
 };
@@ -47,48 +50,42 @@ Result<ConvEpilogue> conv_epilogue(const graph::Node& n, const graph::Activation
   ConvEpilogue ce;
   ASSIGN_OR_RETURN(ce.rows, RowEpilogue::make(b ? &bias : nullptr, channels, e));
   ce.residual = e.residual;
+  ce.post_ops = std::move(e);
+  ce.bias = std::move(bias);
   return ce;
 }
 
-// 1x1, stride 1, no padding: y[p, :] = x[p, :] * W^T over every pixel p.
+// 1x1, stride 1, no padding: y[p, :] = x[p, :] * W over every pixel p (W as [C, K]).
 class PointwiseConv : public SymStep {
  public:
-  PointwiseConv(int x, int y, int res, const Tensor& w, ConvEpilogue epi)
-      : x_(x), y_(y), res_(res), w_(w.data<float>()), k_(w.dim(0)), c_(w.dim(1)), epi_(std::move(epi.rows)) {}
+  PointwiseConv(int x, int y, int res, ChunkGemm gemm) : x_(x), y_(y), res_(res), gemm_(std::move(gemm)) {}
   Status run(const SymRun& r) const override {
-    const Shape xs = r.physical(x_);
+    const Shape xs = r.physical(x_), ys = r.physical(y_);
     GemmArgs g;
     g.m = xs[0] * xs[1] * xs[2];
-    g.n = k_;
-    g.k = c_;
     g.a = r.f32(x_);
-    g.lda = c_;
-    g.b = w_;
-    g.b_transposed = true;  // W is [K, C]
+    g.lda = xs[3];
     g.c = r.f32(y_);
-    g.ldc = k_;
-    g.epilogue = &epi_;
+    g.ldc = ys[3];
     if (res_ >= 0) {
       g.residual = r.f32(res_);
-      g.ldr = k_;
+      g.ldr = ys[3];
     }
-    return gemm_rows(g);
+    return gemm_.run(g);
   }
-  std::string describe() const override { return fmt::format("conv 1x1 gemm {}->{}{}", c_, k_, epi_.describe()); }
+  std::string describe() const override { return "conv 1x1 " + gemm_.describe(); }
 
  private:
   int x_, y_, res_;
-  const float* w_;
-  int64_t k_, c_;
-  RowEpilogue epi_;
+  ChunkGemm gemm_;
 };
 
 // Any dense (group 1) convolution: each chunk of output pixels gathers its windows from x (channels-last, or the
-// plain NCHW graph input read where it is) into rows of kh*kw*C, then one GEMM with the weights as [K, kh*kw*C].
+// plain NCHW graph input read where it is) into rows of kh*kw*C, multiplied by the weights as [kh*kw*C, K].
 class GatherConv : public SymStep {
  public:
-  GatherConv(int x, int y, int res, Tensor w_khwc, const graph::ConvAttrs& a, int64_t c, ConvEpilogue epi)
-      : x_(x), y_(y), res_(res), w_(std::move(w_khwc)), a_(a), c_(c), epi_(std::move(epi.rows)) {}
+  GatherConv(int x, int y, int res, ChunkGemm gemm, const graph::ConvAttrs& a, int64_t c)
+      : x_(x), y_(y), res_(res), gemm_(std::move(gemm)), a_(a), c_(c) {}
   Status run(const SymRun& r) const override {
     const Shape& xs = r.shape(x_);  // logical [N, C, H, W]
     const Shape& ys = r.shape(y_);
@@ -99,8 +96,6 @@ class GatherConv : public SymStep {
     const graph::ConvAttrs a = a_;
     GemmArgs g;
     g.m = ys[0] * OH * OW;
-    g.n = K;
-    g.k = kh * kw * C;
     g.produce = [=](int64_t r0, int64_t rows, float* dst) {
       for (int64_t p = r0; p < r0 + rows; ++p) {
         const int64_t ow = p % OW, oh = (p / OW) % OH, n = p / (OW * OH);
@@ -121,27 +116,23 @@ class GatherConv : public SymStep {
         }
       }
     };
-    g.b = w_.data<float>();
-    g.b_transposed = true;  // [K, kh*kw*C]
     g.c = r.f32(y_);
     g.ldc = K;
-    g.epilogue = &epi_;
     if (res_ >= 0) {
       g.residual = r.f32(res_);
       g.ldr = K;
     }
-    return gemm_rows(g);
+    return gemm_.run(g);
   }
   std::string describe() const override {
-    return fmt::format("conv {}x{}/{} gather+gemm{}", a_.kernel[0], a_.kernel[1], a_.strides[0], epi_.describe());
+    return fmt::format("conv {}x{}/{} gather {}", a_.kernel[0], a_.kernel[1], a_.strides[0], gemm_.describe());
   }
 
  private:
   int x_, y_, res_;
-  Tensor w_;
+  ChunkGemm gemm_;
   graph::ConvAttrs a_;
   int64_t c_;
-  RowEpilogue epi_;
 };
 
 typedef float v16 __attribute__((vector_size(64)));
@@ -271,60 +262,38 @@ class SmallConv : public SymStep {
   RowEpilogue epi_;
 };
 
-// ConvTranspose with kernel == stride, no padding: each input pixel's kh*kw*K outputs are one GEMM row, scattered to
-// their places in y (channels-last) with the epilogue applied on the way.
+// ConvTranspose with kernel == stride, no padding: each input pixel's kh*kw*K outputs are one GEMM row (bias and
+// activation fused by oneDNN), scattered to their kernel positions in y (channels-last) chunk by chunk.
 class StrideDeconv : public SymStep {
  public:
-  StrideDeconv(int x, int y, Tensor w_ckhw, int64_t c, int64_t k, int64_t kh, int64_t kw, ConvEpilogue epi)
-      : x_(x), y_(y), w_(std::move(w_ckhw)), c_(c), k_(k), kh_(kh), kw_(kw), epi_(std::move(epi.rows)) {}
+  StrideDeconv(int x, int y, int64_t k, int64_t kh, int64_t kw, ChunkGemm gemm)
+      : x_(x), y_(y), k_(k), kh_(kh), kw_(kw), gemm_(std::move(gemm)) {}
   Status run(const SymRun& r) const override {
     const Shape xs = r.physical(x_);
-    const int64_t N = xs[0], H = xs[1], W = xs[2];
-    const int64_t OH = H * kh_, OW = W * kw_, cols = kh_ * kw_ * k_;
-    const int64_t m = N * H * W;
-    const int64_t mc = std::clamp<int64_t>((32768 / (c_ + cols)) / 8 * 8, 8, 1024);
-    const int64_t chunks = (m + mc - 1) / mc;
-    const float* x = r.f32(x_);
+    const int64_t H = xs[1], W = xs[2], C = xs[3], OH = H * kh_, OW = W * kw_, K = k_, kh = kh_, kw = kw_;
     float* y = r.f32(y_);
-    Status err;
-    bool failed = false;
-#pragma omp parallel
-    {
-      std::vector<float> tmp(static_cast<size_t>(mc * cols));
-#pragma omp for schedule(dynamic)
-      for (int64_t ch = 0; ch < chunks; ++ch) {
-        const int64_t r0 = ch * mc, rows = std::min(mc, m - r0);
-        Status s = sgemm_serial(rows, cols, c_, x + r0 * c_, c_, w_.data<float>(), cols, false, tmp.data(), cols);
-        if (!s.is_ok()) {
-#pragma omp critical
-          {
-            if (!failed) err = s;
-            failed = true;
-          }
-          continue;
-        }
-        for (int64_t p = r0; p < r0 + rows; ++p) {
-          const int64_t iw = p % W, ih = (p / W) % H, n = p / (W * H);
-          const float* src = tmp.data() + (p - r0) * cols;
-          for (int64_t i = 0; i < kh_; ++i) {
-            float* dst = y + ((n * OH + ih * kh_ + i) * OW + iw * kw_) * k_;
-            std::memcpy(dst, src + i * kw_ * k_, static_cast<size_t>(kw_ * k_) * sizeof(float));
-            epi_.apply(dst, kw_, k_, k_, nullptr, 0);
-          }
+    GemmArgs g;
+    g.m = xs[0] * H * W;
+    g.a = r.f32(x_);
+    g.lda = C;
+    g.consume = [=](int64_t r0, int64_t rows, const float* src) {
+      for (int64_t p = r0; p < r0 + rows; ++p) {
+        const int64_t iw = p % W, ih = (p / W) % H, n = p / (W * H);
+        const float* s = src + (p - r0) * kh * kw * K;
+        for (int64_t i = 0; i < kh; ++i) {
+          std::memcpy(y + ((n * OH + ih * kh + i) * OW + iw * kw) * K, s + i * kw * K,
+                      static_cast<size_t>(kw * K) * sizeof(float));
         }
       }
-    }
-    return failed ? err : Status::ok();
+    };
+    return gemm_.run(g);
   }
-  std::string describe() const override {
-    return fmt::format("deconv {}x{}/{} gemm+scatter{}", kh_, kw_, kh_, epi_.describe());
-  }
+  std::string describe() const override { return fmt::format("deconv {}x{}/{} {}", kh_, kw_, kh_, gemm_.describe()); }
 
  private:
   int x_, y_;
-  Tensor w_;
-  int64_t c_, k_, kh_, kw_;
-  RowEpilogue epi_;
+  int64_t k_, kh_, kw_;
+  ChunkGemm gemm_;
 };
 
 Status check_conv_inputs(const graph::Node& n) {
@@ -361,10 +330,17 @@ Status build_sym_conv(SymBuilder& b, const graph::Node& n) {
   int xb;
   std::unique_ptr<SymStep> step;
   const int y = b.new_buffer(n.output(), Layout::kNhwc);
-  const bool small = C * w.dim(2) * w.dim(3) <= 64 && K % 16 == 0 && K <= 64;
-  if (pointwise && !small) {
+  const bool small = !pointwise && C * w.dim(2) * w.dim(3) <= 64 && K % 16 == 0 && K <= 64;
+  if (pointwise) {
     ASSIGN_OR_RETURN(xb, b.in_layout(x, Layout::kNhwc));
-    step = std::make_unique<PointwiseConv>(xb, y, res, b.keep(w), std::move(epi));
+    // [K, C, 1, 1] -> [C, K]
+    Tensor wt = Tensor::empty(DType::kF32, {C, K});
+    const float* src = w.data<float>();
+    float* dst = wt.data<float>();
+    for (int64_t k = 0; k < K; ++k)
+      for (int64_t c = 0; c < C; ++c) dst[c * K + k] = src[k * C + c];
+    step = std::make_unique<PointwiseConv>(
+        xb, y, res, ChunkGemm(C, K, std::move(wt), std::move(epi.bias), std::move(epi.post_ops)));
   } else if (small) {
     ASSIGN_OR_RETURN(xb, b.home(x));
     if (b.buffer(xb).layout != Layout::kPlain || b.buffer(b.root_of(xb)).storage != SymBuffer::Storage::kInput) {
@@ -400,16 +376,17 @@ Status build_sym_conv(SymBuilder& b, const graph::Node& n) {
     if (b.buffer(xb).layout != Layout::kPlain || b.buffer(b.root_of(xb)).storage != SymBuffer::Storage::kInput) {
       ASSIGN_OR_RETURN(xb, b.in_layout(x, Layout::kNhwc));
     }
-    // [K, C, kh, kw] -> [K, kh, kw, C]: a gathered row's order.
+    // [K, C, kh, kw] -> [kh, kw, C, K]: a gathered row's order, by output channel.
     const int64_t kh = w.dim(2), kw = w.dim(3);
-    Tensor wt = Tensor::empty(DType::kF32, {K, kh, kw, C});
+    Tensor wt = Tensor::empty(DType::kF32, {kh, kw, C, K});
     const float* src = w.data<float>();
     float* dst = wt.data<float>();
     for (int64_t k = 0; k < K; ++k)
       for (int64_t c = 0; c < C; ++c)
         for (int64_t i = 0; i < kh; ++i)
-          for (int64_t j = 0; j < kw; ++j) dst[((k * kh + i) * kw + j) * C + c] = src[((k * C + c) * kh + i) * kw + j];
-    step = std::make_unique<GatherConv>(xb, y, res, std::move(wt), a, C, std::move(epi));
+          for (int64_t j = 0; j < kw; ++j) dst[((i * kw + j) * C + c) * K + k] = src[((k * C + c) * kh + i) * kw + j];
+    step = std::make_unique<GatherConv>(
+        xb, y, res, ChunkGemm(kh * kw * C, K, std::move(wt), std::move(epi.bias), std::move(epi.post_ops)), a, C);
   }
   reads.push_back(xb);
   if (res >= 0) reads.push_back(res);
@@ -441,8 +418,20 @@ Status build_sym_conv_transpose(SymBuilder& b, const graph::Node& n) {
     for (int64_t k = 0; k < K; ++k)
       for (int64_t i = 0; i < kh; ++i)
         for (int64_t j = 0; j < kw; ++j) dst[((c * kh + i) * kw + j) * K + k] = src[((c * K + k) * kh + i) * kw + j];
+  // The bias once per kernel position: the GEMM's columns are [kh, kw, K].
+  std::vector<float> bias;
+  for (int64_t t = 0; t < kh * kw && !epi.bias.empty(); ++t) bias.insert(bias.end(), epi.bias.begin(), epi.bias.end());
+  Epilogue post = epi.post_ops;
+  for (PostOp& p : post.ops) {
+    if (p.kind != PostOp::kBinary) continue;  // per-channel operands: repeated per kernel position as well
+    std::vector<float> v = p.channel.to_floats(), all;
+    for (int64_t t = 0; t < kh * kw; ++t) all.insert(all.end(), v.begin(), v.end());
+    p.channel = Tensor::from_floats({static_cast<int64_t>(all.size())}, all);
+  }
   const int y = b.new_buffer(n.output(), Layout::kNhwc);
-  b.add_step(std::make_unique<StrideDeconv>(xb, y, std::move(wt), C, K, kh, kw, std::move(epi)), {xb}, {y}, &n);
+  b.add_step(std::make_unique<StrideDeconv>(xb, y, K, kh, kw,
+                                            ChunkGemm(C, kh * kw * K, std::move(wt), std::move(bias), std::move(post))),
+             {xb}, {y}, &n);
   b.set_home(n.output(), y);
   return Status::ok();
 }

@@ -81,10 +81,38 @@ struct RowTail {
   const float* residual;  // the row's residual, or null
 };
 
+// Stride 1: eight output pixels along W share their input columns, so each input vector is loaded once and feeds
+// every output its taps reach (8 + KW - 1 loads for 8 * KW multiply-adds per kernel row, instead of 8 * KW).
+template <int KW>
+__attribute__((always_inline)) inline void depthwise_eight_s1(const float* x, const float* w, v16 b, float* y,
+                                                              int64_t oh, int64_t ow, int64_t cb, const DwGeometry& g) {
+  constexpr int kPix = 8;
+  v16 acc[kPix];
+  for (int t = 0; t < kPix; ++t) acc[t] = b;
+  const int64_t C = g.C;
+  for (int64_t i = 0; i < g.kh; ++i) {
+    const int64_t ih = oh * g.sh - g.ph + i * g.dh;
+    if (ih < 0 || ih >= g.H) continue;
+    const float* row = x + (ih * g.W + ow - g.pw) * C + cb;
+    v16 wv[KW];
+    for (int j = 0; j < KW; ++j) wv[j] = load16(w + (i * KW + j) * C + cb);
+#pragma GCC unroll 16
+    for (int q = 0; q < kPix + KW - 1; ++q) {
+      const v16 xv = load16(row + q * C);
+#pragma GCC unroll 8
+      for (int j = 0; j < KW; ++j) {
+        const int t = q - j;
+        if (t >= 0 && t < kPix) acc[t] += xv * wv[j];
+      }
+    }
+  }
+  for (int t = 0; t < kPix; ++t) store16(y + (ow + t) * C + cb, acc[t]);
+}
+
 template <int KW>
 __attribute__((always_inline)) inline void depthwise_row_blocks(const float* x, const float* w, const float* bias,
-                                                                float* y, int64_t oh, const DwGeometry& g, int64_t full,
-                                                                const RowTail& tail) {
+                                                                float* y, int64_t oh, const DwGeometry& g,
+                                                                int64_t full) {
   // Interior: ow whose first tap column is >= 0 and last < W.
   const int64_t lo = std::min(g.OW, (g.pw + g.sw - 1) / g.sw);
   const int64_t last_tap = (KW - 1) * g.dw - g.pw;  // iw = ow * sw + last_tap must stay < W
@@ -93,9 +121,11 @@ __attribute__((always_inline)) inline void depthwise_row_blocks(const float* x, 
     const v16 b = load16(bias + cb);
     int64_t ow = 0;
     for (; ow < lo; ++ow) store16(y + ow * g.C + cb, depthwise_pixel(x, w, b, oh, ow, cb, g));
+    if (g.sw == 1 && g.dw == 1) {
+      for (; ow + 8 <= hi; ow += 8) depthwise_eight_s1<KW>(x, w, b, y, oh, ow, cb, g);
+    }
     for (; ow + 4 <= hi; ow += 4) depthwise_four<KW>(x, w, b, y, oh, ow, cb, g);
     for (; ow < g.OW; ++ow) store16(y + ow * g.C + cb, depthwise_pixel(x, w, b, oh, ow, cb, g));
-    tail.epi->apply(y + cb, g.OW, 16, g.C, tail.residual ? tail.residual + cb : nullptr, g.C, cb);
   }
 }
 
@@ -104,16 +134,17 @@ SO_CPU_CLONES void depthwise_row(const float* x, const float* w, const float* bi
                                  const DwGeometry& g, const RowTail& tail) {
   const int64_t C = g.C, full = C / 16 * 16;
   if (g.kw == 3) {
-    depthwise_row_blocks<3>(x, w, bias, y, oh, g, full, tail);
+    depthwise_row_blocks<3>(x, w, bias, y, oh, g, full);
   } else if (g.kw == 5) {
-    depthwise_row_blocks<5>(x, w, bias, y, oh, g, full, tail);
+    depthwise_row_blocks<5>(x, w, bias, y, oh, g, full);
   } else if (g.kw == 7) {
-    depthwise_row_blocks<7>(x, w, bias, y, oh, g, full, tail);
+    depthwise_row_blocks<7>(x, w, bias, y, oh, g, full);
   } else {
     for (int64_t cb = 0; cb < full; cb += 16) {
       const v16 b = load16(bias + cb);
-      for (int64_t ow = 0; ow < g.OW; ++ow) store16(y + ow * C + cb, depthwise_pixel(x, w, b, oh, ow, cb, g));
-      tail.epi->apply(y + cb, g.OW, 16, C, tail.residual ? tail.residual + cb : nullptr, C, cb);
+      for (int64_t ow = 0; ow < g.OW; ++ow) {
+        store16(y + ow * C + cb, depthwise_pixel(x, w, b, oh, ow, cb, g));
+      }
     }
   }
   for (int64_t c = full; c < C; ++c) {  // channels past the last block of 16
@@ -131,7 +162,7 @@ SO_CPU_CLONES void depthwise_row(const float* x, const float* w, const float* bi
       y[ow * C + c] = acc;
     }
   }
-  if (full < C) tail.epi->apply(y + full, g.OW, C - full, C, tail.residual ? tail.residual + full : nullptr, C, full);
+  tail.epi->apply(y, g.OW, C, C, tail.residual, C);  // the row's epilogue while it is in L2
 }
 
 class DepthwiseConv : public SymStep {

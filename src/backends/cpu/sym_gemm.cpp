@@ -7,7 +7,10 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
+#include <cstring>
+#include <mutex>
 
 #include "backends/cpu/dnnl_util.h"
 #include "backends/cpu/vec_math.h"
@@ -71,15 +74,6 @@ SO_CPU_CLONES void apply_rows(const RowEpilogue::Stage* stages, size_t n_stages,
       }
     }
   }
-}
-
-// Rows per chunk: A's and C's rows of a chunk within ~512 KiB (half an L2), a multiple of 16, at least 32 (sgemm packs
-// B for every call: fewer rows would spend the call on packing), and the rows split across the team.
-int64_t chunk_rows(int64_t m, int64_t k, int64_t n, int threads) {
-  int64_t rows = (131072 / std::max<int64_t>(k + n, 1)) / 16 * 16;
-  rows = std::clamp<int64_t>(rows, 32, 2048);
-  const int64_t per_thread = (m + threads - 1) / std::max(threads, 1);
-  return std::max<int64_t>(16, std::min(rows, (per_thread + 15) / 16 * 16));
 }
 
 }  // namespace
@@ -165,11 +159,13 @@ Result<RowEpilogue> RowEpilogue::make(const std::vector<float>* bias, int64_t co
 void RowEpilogue::apply(float* c, int64_t rows, int64_t cols, int64_t ld, const float* residual, int64_t ld_res,
                         int64_t col0) const {
   if (stages_.empty() || rows <= 0) return;
+  // Dense rows through stages that ignore the channel: one long row.
+  if (ld == cols && (!residual || ld_res == cols) &&
+      std::all_of(stages_.begin(), stages_.end(), [](const Stage& s) { return s.channel < 0; })) {
+    cols *= rows;
+    rows = 1;
+  }
   apply_rows(stages_.data(), stages_.size(), channels_.data(), c, rows, cols, ld, residual, ld_res, col0);
-}
-
-bool RowEpilogue::has_residual() const {
-  return std::any_of(stages_.begin(), stages_.end(), [](const Stage& s) { return s.op == Op::kResidual; });
 }
 
 std::string RowEpilogue::describe() const {
@@ -190,64 +186,178 @@ Status sgemm_serial(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda
   return Status::ok();
 }
 
-Status gemm_rows(const GemmArgs& g) {
-  if (g.m <= 0 || g.n <= 0) return Status::ok();
-  const int64_t ldb = g.b_transposed ? g.k : g.n;
-  const int team = omp_in_parallel() ? 1 : omp_get_max_threads();
-  const int64_t mc = chunk_rows(g.m, g.k, g.n, team);
-  const int64_t chunks = (g.m + mc - 1) / mc;
-  const int threads = static_cast<int>(std::min<int64_t>(team, chunks));
-  // A product too small to share: one call on this thread (a team costs more than it saves).
-  if (g.m * g.n * g.k < (int64_t{1} << 18) && !g.produce) {
-    RETURN_IF_ERROR(sgemm_serial(g.m, g.n, g.k, g.a, g.lda, g.b, ldb, g.b_transposed, g.c, g.ldc));
-    if (g.epilogue) g.epilogue->apply(g.c, g.m, g.n, g.ldc, g.residual, g.ldr);
-    return Status::ok();
-  }
-  if (chunks < threads && !g.produce) {
-    // Few rows: one product across the team (oneDNN parallelises it), then the epilogue.
-    const dnnl_status_t s =
-        dnnl_sgemm('N', g.b_transposed ? 'T' : 'N', g.m, g.n, g.k, 1.f, g.a, g.lda, g.b, ldb, 0.f, g.c, g.ldc);
-    if (s != dnnl_success) return internal_error(fmt::format("oneDNN sgemm failed (status {})", static_cast<int>(s)));
-    if (g.epilogue && !g.epilogue->empty()) {
-#pragma omp parallel for num_threads(threads) schedule(static) if (threads > 1)
-      for (int64_t r = 0; r < g.m; r += 64) {
-        const int64_t rows = std::min<int64_t>(64, g.m - r);
-        g.epilogue->apply(g.c + r * g.ldc, rows, g.n, g.ldc, g.residual ? g.residual + r * g.ldr : nullptr, g.ldr);
+// ---- ChunkGemm -------------------------------------------------------------------------------------------------
+
+struct ChunkGemm::Prim {
+  std::once_flag once;
+  Status status;
+  dnnl::matmul matmul;
+  dnnl::memory weights, bias;
+  std::vector<std::pair<int, dnnl::memory>> binaries;  // per-channel post-op operands
+  Md a_md, c_md, scratch_md;
+};
+
+namespace {
+
+// Rows per chunk: A's and C's rows within ~512 KiB (L2 is 1-2 MiB a core; 1 and 2 MiB measured slower on the
+// 2-core machine), a power of two from 32 to 1024.
+int64_t chunk_rows_for(int64_t k, int64_t n) {
+  int64_t rows = 32;
+  while (rows < 1024 && 2 * rows * (k + n) * static_cast<int64_t>(sizeof(float)) <= (int64_t{512} << 10)) rows *= 2;
+  // Weights beyond half an L2 are read again for every chunk: at least 256 rows share each reading.
+  if (k * n * static_cast<int64_t>(sizeof(float)) > (int64_t{512} << 10)) rows = std::max<int64_t>(rows, 256);
+  return rows;
+}
+
+}  // namespace
+
+ChunkGemm::ChunkGemm(int64_t k, int64_t n, Tensor weights, std::vector<float> bias, Epilogue e)
+    : k_(k),
+      n_(n),
+      mc_(chunk_rows_for(k, n)),
+      w_(std::move(weights)),
+      bias_(std::move(bias)),
+      e_(std::move(e)),
+      prim_(std::make_unique<Prim>()) {
+  for (const PostOp& p : e_.ops) has_sum_ = has_sum_ || p.kind == PostOp::kSum;
+}
+
+ChunkGemm::~ChunkGemm() = default;
+ChunkGemm::ChunkGemm(ChunkGemm&&) noexcept = default;
+
+Status ChunkGemm::init() const {
+  Prim& p = *prim_;
+  std::call_once(p.once, [&] {
+    p.status = dnnl_try("making the matmul " + describe(), [&] {
+      dnnl::engine& eng = cpu_engine();
+      p.a_md = Md({mc_, k_}, Dt::f32, Tag::ab);
+      p.c_md = Md({mc_, n_}, Dt::f32, Tag::ab);
+      const Md w_any({k_, n_}, Dt::f32, Tag::any);
+      const Md bias_md = bias_.empty() ? Md() : Md({1, n_}, Dt::f32, Tag::ab);
+      dnnl::post_ops po;
+      int idx = 0;
+      for (const PostOp& op : e_.ops) {
+        switch (op.kind) {
+          case PostOp::kEltwise:
+            po.append_eltwise(1.f, op.alg, op.alpha, op.beta);
+            break;
+          case PostOp::kSum:
+            po.append_sum(1.f);
+            break;
+          case PostOp::kBinary: {
+            const Md md({1, n_}, Dt::f32, Tag::ab);
+            po.append_binary(op.alg, md);
+            p.binaries.push_back({DNNL_ARG_ATTR_MULTIPLE_POST_OP(idx) | DNNL_ARG_SRC_1,
+                                  dnnl::memory(md, eng, const_cast<void*>(op.channel.raw()))});
+            break;
+          }
+        }
+        ++idx;
       }
-    }
-    return Status::ok();
-  }
+      dnnl::primitive_attr attr;
+      attr.set_post_ops(po);
+      attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);  // per thread: chunks run concurrently
+      const dnnl::matmul::desc d(p.a_md, w_any, bias_md, p.c_md);
+      const dnnl::matmul::primitive_desc pd(d, attr, eng);
+      p.matmul = dnnl::matmul(pd);
+      p.scratch_md = pd.scratchpad_desc();
+      p.weights = dnnl::memory(pd.weights_desc(), eng);
+      dnnl::memory plain(Md({k_, n_}, Dt::f32, Tag::ab), eng, const_cast<void*>(w_.raw()));
+      dnnl::stream s(eng);
+      dnnl::reorder(plain, p.weights).execute(s, plain, p.weights);
+      s.wait();
+      if (!bias_.empty()) p.bias = dnnl::memory(bias_md, eng, const_cast<float*>(bias_.data()));
+    });
+  });
+  return p.status;
+}
+
+Status ChunkGemm::run(const GemmArgs& g) const {
+  if (g.m <= 0) return Status::ok();
+  RETURN_IF_ERROR(init());
+  const Prim& p = *prim_;
+  const int64_t chunks = (g.m + mc_ - 1) / mc_;
+  const int threads = omp_in_parallel() ? 1 : static_cast<int>(std::min<int64_t>(omp_get_max_threads(), chunks));
   Status first_error;
   bool failed = false;
-#pragma omp parallel num_threads(threads) if (threads > 1)
-  {
-    std::vector<float> gathered(g.produce ? static_cast<size_t>(mc * g.k) : 0);
-#pragma omp for schedule(dynamic)
-    for (int64_t ch = 0; ch < chunks; ++ch) {
-      const int64_t r0 = ch * mc, rows = std::min(mc, g.m - r0);
-      const float* a = g.a ? g.a + r0 * g.lda : nullptr;
-      int64_t lda = g.lda;
-      if (g.produce) {
-        g.produce(r0, rows, gathered.data());
-        a = gathered.data();
-        lda = g.k;
-      }
-      float* c = g.c + r0 * g.ldc;
-      const dnnl_status_t s =
-          dnnl_sgemm('N', g.b_transposed ? 'T' : 'N', rows, g.n, g.k, 1.f, a, lda, g.b, ldb, 0.f, c, g.ldc);
-      if (s != dnnl_success) {
-#pragma omp critical
-        {
-          if (!failed)
-            first_error = internal_error(fmt::format("oneDNN sgemm failed (status {})", static_cast<int>(s)));
-          failed = true;
+  std::atomic<int64_t> next{0};
+  // One thread's share: its stream, scratchpad and memories (chunks only move their data handles), then chunks
+  // taken in turn. Kept by the thread across runs: buffers grown once, never cleared (a zeroed scratchpad per run cost
+  // more than the product of a small layer).
+  auto work = [&] {
+    thread_local std::vector<uint8_t> scratch;
+    thread_local std::vector<float> a_pad, c_pad;  // a shorter chunk, or rows gathered by g.produce
+    try {
+      if (scratch.size() < p.scratch_md.get_size()) scratch.resize(p.scratch_md.get_size());
+      dnnl::engine& eng = cpu_engine();
+      dnnl::stream stream(eng);
+      dnnl::memory a(p.a_md, eng, nullptr), c(p.c_md, eng, nullptr), sp(p.scratch_md, eng, scratch.data());
+      std::unordered_map<int, dnnl::memory> args = {
+          {DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, p.weights}, {DNNL_ARG_DST, c}, {DNNL_ARG_SCRATCHPAD, sp}};
+      if (!bias_.empty()) args[DNNL_ARG_BIAS] = p.bias;
+      for (const auto& [arg, mem] : p.binaries) args[arg] = mem;
+      for (int64_t ch = next++; ch < chunks; ch = next++) {
+        const int64_t r0 = ch * mc_, rows = std::min(mc_, g.m - r0);
+        const bool full = rows == mc_;
+        float* dst = g.c ? g.c + r0 * g.ldc : nullptr;
+        const bool direct = full && g.c && !g.consume && g.ldc == n_;
+        if (!direct) {
+          if (c_pad.size() < static_cast<size_t>(mc_ * n_)) c_pad.resize(static_cast<size_t>(mc_ * n_));
+          dst = c_pad.data();
         }
-        continue;
+        const int64_t ldd = direct ? g.ldc : n_;
+        if (has_sum_) {  // oneDNN's sum post-op adds what the destination holds: the residual's rows
+          for (int64_t r = 0; r < rows; ++r) {
+            std::memcpy(dst + r * ldd, g.residual + (r0 + r) * g.ldr, static_cast<size_t>(n_) * sizeof(float));
+          }
+        }
+        // A's rows: in place when whole and dense, else copied (gathered, or the last chunk padded with zeros).
+        const float* src = g.a ? g.a + r0 * g.lda : nullptr;
+        if (g.produce || !full || g.lda != k_) {
+          if (a_pad.size() < static_cast<size_t>(mc_ * k_)) a_pad.resize(static_cast<size_t>(mc_ * k_));
+          if (g.produce) {
+            g.produce(r0, rows, a_pad.data());
+          } else {
+            for (int64_t r = 0; r < rows; ++r) {
+              std::memcpy(&a_pad[r * k_], src + r * g.lda, static_cast<size_t>(k_) * sizeof(float));
+            }
+          }
+          if (!full) std::memset(&a_pad[rows * k_], 0, static_cast<size_t>((mc_ - rows) * k_) * sizeof(float));
+          src = a_pad.data();
+        }
+        a.set_data_handle(const_cast<float*>(src));
+        c.set_data_handle(dst);
+        p.matmul.execute(stream, args);
+        if (g.consume) {
+          g.consume(r0, rows, dst);
+        } else if (!direct) {
+          for (int64_t r = 0; r < rows; ++r) {
+            std::memcpy(g.c + (r0 + r) * g.ldc, dst + r * n_, static_cast<size_t>(n_) * sizeof(float));
+          }
+        }
       }
-      if (g.epilogue) g.epilogue->apply(c, rows, g.n, g.ldc, g.residual ? g.residual + r0 * g.ldr : nullptr, g.ldr);
+    } catch (const dnnl::error& e) {
+#pragma omp critical
+      {
+        if (!failed) first_error = dnnl_error(e, "running the matmul " + describe());
+        failed = true;
+      }
+      next = chunks;  // the others stop at their next chunk
     }
+  };
+  // One chunk (or one thread): no parallel region of our own, so oneDNN spreads the chunk over the team itself (inside
+  // even an inactive region of ours it would make a nested team per call).
+  if (threads <= 1) {
+    work();
+  } else {
+#pragma omp parallel num_threads(threads)
+    work();
   }
   return failed ? first_error : Status::ok();
+}
+
+std::string ChunkGemm::describe() const {
+  return fmt::format("[{}x{}]x[{}x{}]{}{}", mc_, k_, k_, n_, bias_.empty() ? "" : "+bias", e_.describe());
 }
 
 }  // namespace steadyocr::cpu

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -47,7 +48,6 @@ class RowEpilogue {
   void apply(float* c, int64_t rows, int64_t cols, int64_t ld, const float* residual, int64_t ld_res,
              int64_t col0 = 0) const;
   bool empty() const { return stages_.empty(); }
-  bool has_residual() const;
   std::string describe() const;  // "+bias+hardswish+mul[c]"
 
  private:
@@ -57,23 +57,49 @@ class RowEpilogue {
 
 // Fills rows [r0, r0 + rows) of A (k floats each, dense) into `dst`: for products whose A is gathered (im2col).
 using RowProducer = std::function<void(int64_t r0, int64_t rows, float* dst)>;
+// Takes rows [r0, r0 + rows) of C (n floats each, dense in `src`) where they belong: for products whose C is scattered
+// (a transposed convolution's kernel positions).
+using RowConsumer = std::function<void(int64_t r0, int64_t rows, const float* src)>;
 
+// One product's rows for ChunkGemm::run.
 struct GemmArgs {
-  int64_t m = 0, n = 0, k = 0;
+  int64_t m = 0;
   const float* a = nullptr;  // [m, k], rows `lda` apart; null when `produce` gathers them
   int64_t lda = 0;
   RowProducer produce;
-  const float* b = nullptr;  // [k, n] row-major, or [n, k] when b_transposed
-  bool b_transposed = false;
-  float* c = nullptr;  // [m, n], rows `ldc` apart
+  float* c = nullptr;  // [m, n], rows `ldc` apart; null when `consume` takes them
   int64_t ldc = 0;
-  const RowEpilogue* epilogue = nullptr;
-  const float* residual = nullptr;  // [m, n], rows `ldr` apart
+  RowConsumer consume;
+  const float* residual = nullptr;  // [m, n], rows `ldr` apart: read by a sum post-op
   int64_t ldr = 0;
 };
 
-// C = A * B, then the epilogue, chunk by chunk of rows across the calling thread's OpenMP team.
-Status gemm_rows(const GemmArgs& g);
+// C[m, n] = A[m, k] * W (+ bias), then `e`'s post-ops (fusion.h: activations, per-channel arithmetic, the residual
+// as oneDNN's sum), by one oneDNN matmul primitive made for a fixed number of rows and run chunk by chunk across
+// the team: it depends on k, n and the post-ops, never on m, so it is made once (at the first run) and serves every
+// input shape, with oneDNN's JIT kernels and the post-ops applied in registers. A last, shorter chunk runs through a
+// padded copy. W is [k, n] row-major.
+class ChunkGemm {
+ public:
+  ChunkGemm(int64_t k, int64_t n, Tensor weights, std::vector<float> bias, Epilogue e);
+  ~ChunkGemm();
+  ChunkGemm(ChunkGemm&&) noexcept;
+  // g.residual is read when the post-ops hold a sum.
+  Status run(const GemmArgs& g) const;
+  int64_t rows_per_chunk() const { return mc_; }
+  std::string describe() const;
+
+ private:
+  struct Prim;
+  Status init() const;
+
+  int64_t k_, n_, mc_;
+  Tensor w_;
+  std::vector<float> bias_;
+  Epilogue e_;
+  bool has_sum_ = false;
+  std::unique_ptr<Prim> prim_;
+};
 
 // One product C = A * B on the calling thread (inside a parallel region oneDNN's sgemm runs on this thread alone).
 Status sgemm_serial(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b, int64_t ldb,

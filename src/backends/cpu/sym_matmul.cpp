@@ -12,32 +12,28 @@ namespace {
 
 class WeightMatMul : public SymStep {
  public:
-  WeightMatMul(int a, int y, int res, const Tensor& w, RowEpilogue epi)
-      : a_(a), y_(y), res_(res), w_(w.data<float>()), k_(w.dim(0)), n_(w.dim(1)), epi_(std::move(epi)) {}
+  WeightMatMul(int a, int y, int res, int64_t k, ChunkGemm gemm)
+      : a_(a), y_(y), res_(res), k_(k), gemm_(std::move(gemm)) {}
   Status run(const SymRun& r) const override {
+    const Shape& ys = r.shape(y_);
     GemmArgs g;
     g.m = shape_numel(r.shape(a_)) / k_;
-    g.n = n_;
-    g.k = k_;
     g.a = r.f32(a_);
     g.lda = k_;
-    g.b = w_;
     g.c = r.f32(y_);
-    g.ldc = n_;
-    g.epilogue = &epi_;
+    g.ldc = ys.back();
     if (res_ >= 0) {
       g.residual = r.f32(res_);
-      g.ldr = n_;
+      g.ldr = ys.back();
     }
-    return gemm_rows(g);
+    return gemm_.run(g);
   }
-  std::string describe() const override { return fmt::format("matmul x[{},{}]{}", k_, n_, epi_.describe()); }
+  std::string describe() const override { return "matmul " + gemm_.describe(); }
 
  private:
   int a_, y_, res_;
-  const float* w_;
-  int64_t k_, n_;
-  RowEpilogue epi_;
+  int64_t k_;
+  ChunkGemm gemm_;
 };
 
 class BatchedMatMul : public SymStep {
@@ -106,7 +102,9 @@ Status build_sym_matmul(SymBuilder& b, const graph::Node& n) {
     }
     std::vector<int> reads{ab};
     if (res >= 0) reads.push_back(res);
-    b.add_step(std::make_unique<WeightMatMul>(ab, yb, res, b.keep(w->constant), std::move(epi)), reads, {yb}, &n);
+    const int64_t k = w->shape[0];
+    b.add_step(std::make_unique<WeightMatMul>(ab, yb, res, k, ChunkGemm(k, cols, w->constant, {}, std::move(e))), reads,
+               {yb}, &n);
   } else {
     if (e.residual) return unsupported("a residual after a MatMul of two computed tensors");
     if (a->shape.size() != w->shape.size()) return unsupported("a broadcasting batched MatMul");

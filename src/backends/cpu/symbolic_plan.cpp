@@ -248,7 +248,9 @@ SymbolicPlan::~SymbolicPlan() {
   if (profile_ && runs_ > 0) print_profile();
 }
 
-Result<const SymbolicPlan::Placement*> SymbolicPlan::placement(const std::vector<Shape>& inputs, const SymRun& r) {
+Result<const SymbolicPlan::Placement*> SymbolicPlan::placement(const std::vector<Shape>& inputs, const SymRun& r,
+                                                               bool* fresh) {
+  *fresh = false;
   for (auto it = layouts_.begin(); it != layouts_.end(); ++it) {
     if (it->inputs == inputs) {
       layouts_.splice(layouts_.begin(), layouts_, it);
@@ -262,6 +264,7 @@ Result<const SymbolicPlan::Placement*> SymbolicPlan::placement(const std::vector
     if (n < 0) return internal_error(fmt::format("'{}' has no size for this input", buffers_[i].name));
     sized[i].bytes = static_cast<size_t>(n) * dtype_size(buffers_[i].dtype);
   }
+  *fresh = true;
   layouts_.push_front({inputs, common::plan_arena(sized)});
   if (layouts_.size() > kPlacementsKept) layouts_.pop_back();
   return &layouts_.front();
@@ -306,7 +309,13 @@ Status SymbolicPlan::run(const std::vector<Tensor>& inputs, std::vector<Tensor>*
                                           graph_.symbols()->describe(buffers_[input_bufs_[i]].shape)));
     }
   }
-  ASSIGN_OR_RETURN(const Placement* place, placement(shapes, r));
+  bool fresh = false;
+  ASSIGN_OR_RETURN(const Placement* place, placement(shapes, r, &fresh));
+  last_plan_ms_ = total.elapsed_ms();
+  if (fresh) {
+    log::debug("cpu", "'{}': input {} planned in {:.3f} ms (dims evaluated, {} buffers placed in {:.1f} MiB)",
+               graph_.name(), shape_str(shapes[0]), last_plan_ms_, buffers_.size(), place->layout.bytes / 1048576.0);
+  }
   ArenaPool::Block block;
   if (place->layout.bytes) {
     block = pool_->acquire(place->layout.bytes);

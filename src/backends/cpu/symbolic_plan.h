@@ -118,6 +118,7 @@ class SymbolicPlan : public PreparedGraph {
   Status run(const std::vector<Tensor>& inputs, std::vector<Tensor>* outputs) override;
   std::vector<std::string> step_labels() const;
   size_t workspace_bytes() const override { return last_arena_bytes_; }
+  double last_plan_ms() const override { return last_plan_ms_; }
   // Input shapes whose buffer placement is cached.
   size_t placements_cached() const { return layouts_.size(); }
 
@@ -135,7 +136,8 @@ class SymbolicPlan : public PreparedGraph {
     common::ArenaLayout layout;
   };
   SymbolicPlan() = default;
-  Result<const Placement*> placement(const std::vector<Shape>& inputs, const SymRun& r);
+  // The buffer placement for these input shapes, made now (*fresh) or found among those kept.
+  Result<const Placement*> placement(const std::vector<Shape>& inputs, const SymRun& r, bool* fresh);
   void print_profile() const;
 
   graph::Graph graph_;  // holds the symbol table the buffers' shapes refer to
@@ -147,7 +149,8 @@ class SymbolicPlan : public PreparedGraph {
   std::list<Placement> layouts_;           // most recently used first
   std::shared_ptr<ArenaPool> pool_;
   size_t last_arena_bytes_ = 0;
-  int profile_ = 0;  // STEADYOCR_PROFILE
+  double last_plan_ms_ = 0;  // the last run's symbol evaluation and (for a new shape) buffer placement
+  int profile_ = 0;          // STEADYOCR_PROFILE
   uint64_t runs_ = 0;
   double run_ms_ = 0;
 };
