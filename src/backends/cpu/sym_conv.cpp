@@ -74,6 +74,7 @@ class PointwiseConv : public SymStep {
     return gemm_.run(g);
   }
   std::string describe() const override { return "conv 1x1 " + gemm_.describe(); }
+  Status make_kernels() const override { return gemm_.init(); }
 
  private:
   int x_, y_, res_;
@@ -127,6 +128,7 @@ class GatherConv : public SymStep {
   std::string describe() const override {
     return fmt::format("conv {}x{}/{} gather {}", a_.kernel[0], a_.kernel[1], a_.strides[0], gemm_.describe());
   }
+  Status make_kernels() const override { return gemm_.init(); }
 
  private:
   int x_, y_, res_;
@@ -289,6 +291,7 @@ class StrideDeconv : public SymStep {
     return gemm_.run(g);
   }
   std::string describe() const override { return fmt::format("deconv {}x{}/{} {}", kh_, kw_, kh_, gemm_.describe()); }
+  Status make_kernels() const override { return gemm_.init(); }
 
  private:
   int x_, y_;

@@ -86,12 +86,13 @@ class ChunkGemm {
   ChunkGemm(ChunkGemm&&) noexcept;
   // g.residual is read when the post-ops hold a sum.
   Status run(const GemmArgs& g) const;
+  // Makes the primitive now (run() makes it at the first call otherwise); thread-safe.
+  Status init() const;
   int64_t rows_per_chunk() const { return mc_; }
   std::string describe() const;
 
  private:
   struct Prim;
-  Status init() const;
 
   int64_t k_, n_, mc_;
   Tensor w_;

@@ -29,6 +29,7 @@ class WeightMatMul : public SymStep {
     return gemm_.run(g);
   }
   std::string describe() const override { return "matmul " + gemm_.describe(); }
+  Status make_kernels() const override { return gemm_.init(); }
 
  private:
   int a_, y_, res_;

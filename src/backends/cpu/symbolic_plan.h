@@ -69,6 +69,9 @@ class SymStep {
   virtual Status run(const SymRun& r) const = 0;
   // Short label for profiles and tests ("gemm 1x1 +hardswish", "depthwise 5x5/2").
   virtual std::string describe() const = 0;
+  // Makes what the step makes once for every shape (oneDNN primitives): called for all steps at once, across the
+  // team, when the plan is built, so that a run makes nothing. Thread-safe.
+  virtual Status make_kernels() const { return Status::ok(); }
 };
 
 class SymbolicPlan;
