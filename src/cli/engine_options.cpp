@@ -5,8 +5,10 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <string_view>
 
 #include "cli/cuda_plugin_flag.h"
+#include "core/cpu_share.h"
 #include "core/log.h"
 #include "core/parallel.h"
 
@@ -52,7 +54,9 @@ void add_engine_flags(CLI::App* app, EngineArgs* args) {
   auto* det_only = app->add_flag("--det-only", args->det_only, "Detect text boxes only (text left empty)");
   auto* rec_only = app->add_flag("--rec-only", args->rec_only, "Each image is one text line: recognise it whole");
   det_only->excludes(rec_only);
-  app->add_option("--threads", args->threads, "Threads for models and image work (default: all cores)")
+  app->add_option("--threads", args->threads,
+                  "Threads for models and image work (default: all cores; fewer while other processes keep cores "
+                  "busy, unless STEADYOCR_SHARE_CORES=off)")
       ->check(CLI::Range(1, 1024));
   app->add_option("--drop-score", args->drop_score, "Drop lines read with a lower score")
       ->check(CLI::Range(0.0, 1.0))
@@ -197,6 +201,7 @@ Result<EngineOptions> engine_options_from(const EngineArgs& a) {
   eo.gpu_mem_mb = a.gpu_mem_mb;
   eo.gpus = a.gpus;
   eo.threads = a.threads;
+  eo.share_cores = share_cores_from_environment();
   eo.ladder = a.ladder;
   eo.job_timeout_ms = a.watchdog_s * 1000;
   // Documented user overrides, read once here (the front door) and handed down as options.
@@ -213,8 +218,14 @@ Result<EngineOptions> engine_options_from(const EngineArgs& a) {
   return eo;
 }
 
+bool share_cores_from_environment() {
+  const char* v = std::getenv("STEADYOCR_SHARE_CORES");
+  return !(v && std::string_view(v) == "off");
+}
+
 void use_threads(int threads) {
   if (threads > 0) set_num_threads(threads);
+  cpu_share::set_enabled(share_cores_from_environment());
   cv::setNumThreads(num_threads());
 }
 

@@ -50,7 +50,10 @@ void add_engine_flags(CLI::App* app, EngineArgs* args);
 Result<engine::EngineOptions> engine_options_from(const EngineArgs& args);
 
 // Sets the thread count of the pool and OpenCV (0: all cores), before the engine is created.
+// Sizes the thread pool (--threads; OpenCV's too) and, unless STEADYOCR_SHARE_CORES=off, lets parallel regions
+// shrink to the cores other processes leave free (core/cpu_share.h).
 void use_threads(int threads);
+bool share_cores_from_environment();
 
 // True for engine creation errors that are the user's flags or files rather than the machine.
 bool is_usage_error(const Status& s);

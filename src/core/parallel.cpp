@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <atomic>
 
+#include "core/cpu_share.h"
+
 namespace steadyocr {
 namespace {
 std::atomic<int> g_threads{0};
@@ -30,6 +32,10 @@ int num_threads() {
   return n > 0 ? n : omp_get_max_threads();
 }
 
+int threads_now() {
+  return cpu_share::threads_now(num_threads());
+}
+
 bool in_parallel_region() {
   return omp_in_parallel() != 0;
 }
@@ -37,8 +43,12 @@ bool in_parallel_region() {
 void parallel_for(int64_t n, const std::function<void(int64_t, int64_t)>& fn, int64_t grain) {
   if (n <= 0) return;
   grain = std::max<int64_t>(grain, 1);
-  int threads = static_cast<int>(std::min<int64_t>(num_threads(), (n + grain - 1) / grain));
-  if (threads <= 1 || omp_in_parallel() || t_serial) {
+  if (omp_in_parallel() || t_serial) {
+    fn(0, n);
+    return;
+  }
+  int threads = static_cast<int>(std::min<int64_t>(threads_now(), (n + grain - 1) / grain));
+  if (threads <= 1) {
     fn(0, n);
     return;
   }
@@ -55,8 +65,9 @@ void parallel_for(int64_t n, const std::function<void(int64_t, int64_t)>& fn, in
 
 void parallel_for_each(int64_t n, const std::function<void(int64_t)>& fn, int max_threads) {
   if (n <= 0) return;
-  int threads = static_cast<int>(std::min<int64_t>(max_threads > 0 ? max_threads : num_threads(), n));
-  if (threads <= 1 || omp_in_parallel() || t_serial) {
+  const bool inline_only = omp_in_parallel() || t_serial;
+  int threads = inline_only ? 1 : static_cast<int>(std::min<int64_t>(max_threads > 0 ? max_threads : threads_now(), n));
+  if (threads <= 1) {
     for (int64_t i = 0; i < n; ++i) fn(i);
     return;
   }

@@ -9,6 +9,9 @@ namespace steadyocr {
 
 void set_num_threads(int n);
 int num_threads();
+// The threads a parallel region uses now: num_threads(), fewer while other processes keep cores busy
+// (core/cpu_share.h). parallel_for, parallel_for_each and the cpu backend's runs take it.
+int threads_now();
 bool in_parallel_region();
 
 // While alive, parallel_for / parallel_for_each called from this thread run inline: for threads that already run

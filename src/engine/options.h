@@ -48,7 +48,10 @@ struct EngineOptions {
   // Device memory budget of the CUDA backend, MiB: kGpuMemAuto (the default) sizes it from the pipeline's largest
   // shapes (gpu_mem_budget_mb), 0 = none.
   int64_t gpu_mem_mb = -1;
-  int threads = 0;              // 0 = all cores
+  int threads = 0;  // 0 = all cores
+  // Parallel regions shrink to the cores other processes leave free (core/cpu_share.h); false keeps `threads`
+  // (STEADYOCR_SHARE_CORES=off, read by the front door).
+  bool share_cores = true;
   int job_timeout_ms = 120000;  // watchdog per image on a worker rung
   // Images in flight per worker (0: one per core (at least 4) for GPU rungs, whose worker reads that many at once, each
   // on its own thread and device stream; 4 for other worker rungs, whose worker reads 2 at once with all cores).
@@ -99,8 +102,8 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(FaultRule, kind, stage, nth, fro
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(RetryPolicy, worker_attempts, restarts_in_row, oom_retries,
                                                 attempts_per_rung)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(EngineOptions, models, pipeline, limits, backend, require_gpu,
-                                                gpu_mem_mb, threads, job_timeout_ms, worker_concurrency, self_test,
-                                                reprobe, reprobe_backoff_ms, worker_exe, ladder, faults, retry,
-                                                log_level, log_json, gpus, device, gpu_label)
+                                                gpu_mem_mb, threads, share_cores, job_timeout_ms, worker_concurrency,
+                                                self_test, reprobe, reprobe_backoff_ms, worker_exe, ladder, faults,
+                                                retry, log_level, log_json, gpus, device, gpu_label)
 
 }  // namespace steadyocr::engine

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
+#include "core/cpu_share.h"
 #include "core/log.h"
 #include "core/metrics.h"
 #include "core/parallel.h"
@@ -48,6 +49,7 @@ int worker_main(const std::string& config_json) {
     return refuse_worker(invalid_argument(std::string("worker configuration: ") + e.what()));
   }
   set_num_threads(options.threads);
+  cpu_share::set_enabled(options.share_cores);
   const int jobs = std::max(1, worker_jobs(options, rung));
   if (options.log_json) log::set_json(true);
   log::set_gpu(options.gpu_label);  // with several GPUs, each line of this worker names its own

@@ -45,6 +45,9 @@ void describe_server_metrics() {
   describe("steadyocr_gpu_in_flight", "With several GPUs: images inside engine calls on each GPU", false);
   describe("steadyocr_gpu_images_total", "With several GPUs: images read on each GPU, by gpu and status");
   describe("steadyocr_gpu_rerouted_total", "Images a GPU handed back when it left service, read on another, by gpu");
+  describe("steadyocr_cpu_threads",
+           "Threads parallel regions use now: --threads, fewer while other processes keep cores busy", false);
+  describe("steadyocr_cpu_thread_changes_total", "Changes of steadyocr_cpu_threads, by to (fewer, more)");
   describe("steadyocr_build_info", "Build of this binary (always 1)", false);
   describe("steadyocr_doctor_check_info", "The doctor's layer 1-2 checks at start, by status and finding code", false);
   metrics::set_gauge("steadyocr_build_info",
