@@ -1,8 +1,10 @@
 #!/bin/bash
 # The cpu backend under co-tenancy, side by side with the peers, on this machine: cold processes (start-up included)
 # over the first N synth-dev images, timed by hyperfine, idle and with one competing busy process (a shell loop).
-# steadyocr --threads 1 and --threads 2 with the bounded OpenMP spin-wait (the default: src/cli/main.cpp) and with
-# libgomp's own (STEADYOCR_OMP_SPIN=keep), with oneDNN's plans per input shape (--per-shape-plans), Guten OCR (onnxruntime-node) and Tesseract 5 (one process per image).
+# steadyocr --threads 1 and --threads 2 (parallel regions sized to the free cores: core/cpu_share.h), --threads 2
+# with that off (STEADYOCR_SHARE_CORES=off) and with OpenMP's spin-wait bounded (STEADYOCR_OMP_SPIN=bound), with
+# oneDNN's plans per input shape (--per-shape-plans), Guten OCR (onnxruntime-node) and Tesseract 5 (one process per
+# image).
 #   scripts/cotenancy_bench.sh [N...]    (default: 12 40; env RUNS=3, GUTEN_DIR=/tmp/peer with @gutenye/ocr-node
 #                                         installed, OUT=build/cotenancy)
 # Needs hyperfine, tesseract-ocr (+ -eng) and node; a peer that is missing is left out, saying so.
@@ -34,7 +36,8 @@ for n in "${SIZES[@]}"; do
   find "$DATA" -maxdepth 1 -name '*.jpg' | sort | head -n "$n" | xargs -I{} cp {} "$dir/"
   cmds=(-n "steadyocr --threads 1" "$SO ocr --backend cpu --threads 1 --quiet --models $MODELS -o $OUT/so1.json $dir"
         -n "steadyocr --threads 2" "$SO ocr --backend cpu --threads 2 --quiet --models $MODELS -o $OUT/so2.json $dir"
-        -n "steadyocr --threads 2, libgomp's spin" "STEADYOCR_OMP_SPIN=keep $SO ocr --backend cpu --threads 2 --quiet --models $MODELS -o $OUT/so2k.json $dir"
+        -n "steadyocr --threads 2, cores not shared" "STEADYOCR_SHARE_CORES=off $SO ocr --backend cpu --threads 2 --quiet --models $MODELS -o $OUT/so2k.json $dir"
+        -n "steadyocr --threads 2, spin bounded" "STEADYOCR_OMP_SPIN=bound $SO ocr --backend cpu --threads 2 --quiet --models $MODELS -o $OUT/so2b.json $dir"
         -n "steadyocr --threads 2, per-shape plans" "$SO ocr --backend cpu --threads 2 --per-shape-plans --quiet --models $MODELS -o $OUT/so2p.json $dir")
   if [ -d "$GUTEN_DIR/node_modules/@gutenye/ocr-node" ]; then
     cp "$PEERS/guten_peer.mjs" "$GUTEN_DIR/"

@@ -1,7 +1,7 @@
 #!/bin/bash
 # The cpu backend beside busy processes on the GPU machine's host (16 cores), in one `device` run: `steadyocr bench
-# --backend cpu` on synth-dev idle and with BUSY shell loops running (default: half the cores), with the bounded
-# OpenMP spin-wait (the default) and with libgomp's own (STEADYOCR_OMP_SPIN=keep). Also checks what `--backend auto`
+# --backend cpu` on synth-dev idle and with BUSY shell loops running (default: half the cores), with parallel regions
+# sized to the free cores (the default: core/cpu_share.h) and without (STEADYOCR_SHARE_CORES=off). Also checks what `--backend auto`
 # serves from and the doctor's GPU-sharing checks. Bundle: scripts/slim_bundle.py .devbundle build/steadyocr
 # build/libsteadyocr_cuda13.so -- models ../shared/data/synth-dev examples/sample_doc.jpg
 set -uo pipefail
@@ -32,9 +32,9 @@ for load in idle busy; do
   if [ $load = busy ]; then
     for ((i = 0; i < BUSY; i++)); do sh -c 'while :; do :; done' & pids+=($!); done
   fi
-  bench "$load: --threads $(nproc), bounded spin" "STEADYOCR_X=1" "$(nproc)"
-  bench "$load: --threads $(nproc), libgomp's spin" "STEADYOCR_OMP_SPIN=keep" "$(nproc)"
-  bench "$load: --threads $(($(nproc) / 2)), bounded spin" "STEADYOCR_X=1" $(($(nproc) / 2))
-  bench "$load: --threads $(($(nproc) / 2)), libgomp's spin" "STEADYOCR_OMP_SPIN=keep" $(($(nproc) / 2))
+  bench "$load: --threads $(nproc), cores shared" "STEADYOCR_X=1" "$(nproc)"
+  bench "$load: --threads $(nproc), cores not shared" "STEADYOCR_SHARE_CORES=off" "$(nproc)"
+  bench "$load: --threads $(($(nproc) / 2)), cores shared" "STEADYOCR_X=1" $(($(nproc) / 2))
+  bench "$load: --threads $(($(nproc) / 2)), cores not shared" "STEADYOCR_SHARE_CORES=off" $(($(nproc) / 2))
   [ ${#pids[@]} -gt 0 ] && kill "${pids[@]}"
 done

@@ -13,10 +13,12 @@ from dataclasses import dataclass as _dataclass
 
 import numpy as _np
 
-# libgomp (the engine's OpenMP runtime) reads its environment once, when _native loads it: bound its spin-wait as the
-# steadyocr binary does (src/cli/main.cpp), unless the user chose (GOMP_SPINCOUNT or OMP_WAIT_POLICY set, or
-# STEADYOCR_OMP_SPIN=keep). Without effect when another module loaded libgomp before.
-if not ({"GOMP_SPINCOUNT", "OMP_WAIT_POLICY"} & _os.environ.keys()) and _os.environ.get("STEADYOCR_OMP_SPIN") != "keep":
+# libgomp (the engine's OpenMP runtime) reads its environment once, when _native loads it. Parallel regions shrink to
+# the cores other processes leave free (the engine's core/cpu_share.h), so libgomp's own spin-wait stays; with
+# STEADYOCR_OMP_SPIN=bound it is bounded as the steadyocr binary then does (src/cli/main.cpp), unless the user chose
+# (GOMP_SPINCOUNT or OMP_WAIT_POLICY set). Without effect when another module loaded libgomp before.
+_spin_chosen = {"GOMP_SPINCOUNT", "OMP_WAIT_POLICY"} & _os.environ.keys()
+if not _spin_chosen and _os.environ.get("STEADYOCR_OMP_SPIN") == "bound":
     _os.environ["GOMP_SPINCOUNT"] = "1000"
 
 from steadyocr import _native  # noqa: E402

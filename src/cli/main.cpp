@@ -21,16 +21,17 @@ namespace {
 
 // libgomp (oneDNN's and our OpenMP runtime) reads its environment once, when it is loaded, and by default a waiting
 // thread spins 300,000 times before it sleeps. On cores that another process keeps busy, the spinning threads of a
-// parallel region take the cores from the threads that have work: --threads 2 ran ~4x slower than --threads 1 on
-// the 2-core machine beside one busy process. Unless the user chose (GOMP_SPINCOUNT or OMP_WAIT_POLICY set), the
-// binary re-executes itself once with the spin bounded (docs/BENCHMARKS.md, "co-tenancy"); STEADYOCR_OMP_SPIN=keep
-// keeps libgomp's default. 1000, not 10000: with the faster engine of 2026-12-03, 10000 let --threads 2 beside a busy
-// process take 6.35 s for 12 images against 4.49 with --threads 1; 1000 took 4.51, and 2.78 s idle (10000: 2.99).
+// parallel region took the cores from the threads that have work (--threads 2 ~4x slower than --threads 1 on the
+// 2-core machine beside one busy process), so the binary used to re-execute itself with GOMP_SPINCOUNT=1000. Parallel
+// regions now shrink to the cores other processes leave free (core/cpu_share.h), which ends those waits; the
+// re-execution cost about 140 ms per process (the second load of ~150 shared libraries) and the bounded spin 8 % idle
+// (docs/BENCHMARKS.md, 2026-12-05). STEADYOCR_OMP_SPIN=bound still asks for it.
 constexpr const char* kGompSpinCount = "1000";
 
 void bound_openmp_spin(char** argv) {
   if (std::getenv("GOMP_SPINCOUNT") || std::getenv("OMP_WAIT_POLICY")) return;
-  if (const char* keep = std::getenv("STEADYOCR_OMP_SPIN"); keep && std::strcmp(keep, "keep") == 0) return;
+  const char* spin = std::getenv("STEADYOCR_OMP_SPIN");
+  if (!spin || std::strcmp(spin, "bound") != 0) return;
   ::setenv("GOMP_SPINCOUNT", kGompSpinCount, 1);
   ::execv("/proc/self/exe", argv);
   std::fprintf(stderr,
