@@ -56,7 +56,9 @@ struct EngineOptions {
   // Images in flight per worker (0: one per core (at least 4) for GPU rungs, whose worker reads that many at once, each
   // on its own thread and device stream; 4 for other worker rungs, whose worker reads 2 at once with all cores).
   int worker_concurrency = 0;
-  bool self_test = true;            // compare each rung's model outputs with the reference before serving
+  bool self_test = true;  // compare each rung's model outputs with the reference before serving
+  // Where the self-test keeps the reference's outputs between processes ("" for nowhere; engine/reference_cache.h).
+  std::string cache_dir;
   bool reprobe = true;              // re-probe degraded rungs in the background and climb back
   int reprobe_backoff_ms = 5000;    // first re-probe delay (doubles up to 5 min)
   std::string worker_exe;           // binary serving as worker (default: this executable)
@@ -103,7 +105,7 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(RetryPolicy, worker_attempts, re
                                                 attempts_per_rung)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(EngineOptions, models, pipeline, limits, backend, require_gpu,
                                                 gpu_mem_mb, threads, share_cores, job_timeout_ms, worker_concurrency,
-                                                self_test, reprobe, reprobe_backoff_ms, worker_exe, ladder, faults,
-                                                retry, log_level, log_json, gpus, device, gpu_label)
+                                                self_test, cache_dir, reprobe, reprobe_backoff_ms, worker_exe, ladder,
+                                                faults, retry, log_level, log_json, gpus, device, gpu_label)
 
 }  // namespace steadyocr::engine
