@@ -52,10 +52,10 @@ TEST_F(ReferenceCacheTest, FoundOnlyForTheSameModelBytesAndInput) {
   ASSERT_TRUE(got.has_value());
   ASSERT_EQ(got->shape(), y.shape());
   for (int64_t i = 0; i < y.numel(); ++i) EXPECT_EQ(got->data<float>()[i], y.data<float>()[i]) << i;
-  EXPECT_FALSE(cache.find(m, "det", x).has_value());                    // another stage
+  EXPECT_FALSE(cache.find(m, "det", x).has_value());                        // another stage
   EXPECT_FALSE(cache.find(m, "rec", filled({2, 3, 4}, 1.5f)).has_value());  // another input
   EXPECT_FALSE(cache.find(m, "rec", filled({2, 4, 3}, 1.f)).has_value());   // same bytes, another shape
-  model("model bytes, version 2");                                        // the file changed in place
+  model("model bytes, version 2");                                          // the file changed in place
   EXPECT_FALSE(cache.find(m, "rec", x).has_value());
   EXPECT_FALSE(cache.find((dir_ / "missing.onnx").string(), "rec", x).has_value());
 }
