@@ -2,9 +2,11 @@
 #include <cstdio>
 #include <filesystem>
 #include <memory>
+#include <string_view>
 
 #include "cli/commands.h"
 #include "cli/engine_options.h"
+#include "core/cpu_share.h"
 #include "server/server.h"
 
 namespace steadyocr::cli {
@@ -27,6 +29,12 @@ int run_serve(ServeArgs& a) {
   options->pipeline.load_cls =
       options->pipeline.mode != pipeline::OcrMode::kDetOnly && std::filesystem::is_regular_file(options->models.cls);
   use_threads(a.engine.threads);
+  // The server keeps --threads unless STEADYOCR_SHARE_CORES=on: its clients on the same machine are other processes to
+  // the sampling (core/cpu_share.h), and with sharing on 2 cores its SERVER_BUSY answers under load went over 5 ms
+  // median (ServerLifecycle.OverloadIsRefusedFastWithRetryAfter); `ocr`, `bench` and Python share by default.
+  const char* share = std::getenv("STEADYOCR_SHARE_CORES");
+  options->share_cores = share && std::string_view(share) == "on";
+  cpu_share::set_enabled(options->share_cores);
   a.server.log_json = a.log_format == "json";
   a.server.web = !a.no_web;
   options->log_json = a.server.log_json;  // the worker processes' lines too

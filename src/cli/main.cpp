@@ -25,13 +25,19 @@ namespace {
 // 2-core machine beside one busy process), so the binary used to re-execute itself with GOMP_SPINCOUNT=1000. Parallel
 // regions now shrink to the cores other processes leave free (core/cpu_share.h), which ends those waits; the
 // re-execution cost about 140 ms per process (the second load of ~150 shared libraries) and the bounded spin 8 % idle
-// (docs/BENCHMARKS.md, 2026-12-05). STEADYOCR_OMP_SPIN=bound still asks for it.
+// (docs/BENCHMARKS.md, 2026-12-05). `serve` still bounds it: there the cores are shared with the process's own request
+// threads, which the sampling does not count as competition, and a busy server must refuse in milliseconds (the
+// spinning threads pushed SERVER_BUSY answers from under 5 ms to 5.6 ms median on 2 cores); its workers inherit the
+// setting. STEADYOCR_OMP_SPIN=bound asks for it everywhere, =keep nowhere.
 constexpr const char* kGompSpinCount = "1000";
 
-void bound_openmp_spin(char** argv) {
+void bound_openmp_spin(int argc, char** argv) {
   if (std::getenv("GOMP_SPINCOUNT") || std::getenv("OMP_WAIT_POLICY")) return;
   const char* spin = std::getenv("STEADYOCR_OMP_SPIN");
-  if (!spin || std::strcmp(spin, "bound") != 0) return;
+  bool serve = false;
+  for (int i = 1; i < argc; ++i) serve = serve || std::strcmp(argv[i], "serve") == 0;
+  const bool bound = spin ? std::strcmp(spin, "bound") == 0 : serve;
+  if (!bound) return;
   ::setenv("GOMP_SPINCOUNT", kGompSpinCount, 1);
   ::execv("/proc/self/exe", argv);
   std::fprintf(stderr,
@@ -44,7 +50,7 @@ void bound_openmp_spin(char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  bound_openmp_spin(argv);
+  bound_openmp_spin(argc, argv);
   // The engine starts GPU workers as `steadyocr __worker CONFIG_JSON` (not a user command).
   if (argc == 3 && std::string(argv[1]) == "__worker") return engine::worker_main(argv[2]);
   CLI::App app{"steadyocr " STEADYOCR_VERSION " - GPU-robust OCR (PP-OCR det -> cls -> rec) on CUDA and CPU"};

@@ -4,7 +4,8 @@
 // count of runnable tasks (/proc/loadavg) less this process's own running threads, at most every 25 ms; a core
 // counts as taken only when the last three samples agree, so a short-lived process does not shrink the team.
 // Every change is logged and counted (steadyocr_cpu_threads, steadyocr_cpu_thread_changes_total).
-// STEADYOCR_SHARE_CORES=off (read by the front door: set_enabled) keeps --threads as given.
+// STEADYOCR_SHARE_CORES=off (read by the front door: set_enabled) keeps --threads as given; `serve` keeps it unless
+// STEADYOCR_SHARE_CORES=on (cli/cmd_serve.cpp says why).
 #pragma once
 
 #include <string>
