@@ -9,6 +9,7 @@
 
 #include "cli/cuda_plugin_flag.h"
 #include "core/cpu_share.h"
+#include "core/disk_cache.h"
 #include "core/log.h"
 #include "core/parallel.h"
 #include "engine/reference_cache.h"
@@ -203,7 +204,7 @@ Result<EngineOptions> engine_options_from(const EngineArgs& a) {
   eo.gpus = a.gpus;
   eo.threads = a.threads;
   eo.share_cores = share_cores_from_environment();
-  eo.cache_dir = engine::cache_dir_from_environment();
+  eo.cache_dir = cache_dir_from_environment();
   eo.ladder = a.ladder;
   eo.job_timeout_ms = a.watchdog_s * 1000;
   // Documented user overrides, read once here (the front door) and handed down as options.

@@ -64,18 +64,18 @@ Status self_test_model(const std::string& stage, runtime::Model& model, const Sh
   // A detector that takes bytes gets the same page as bytes; the reference reads the host's floats of it.
   const bool bytes = stage == "det" && model.options().image_lut.defined();
   ASSIGN_OR_RETURN(Tensor got, model.run(bytes ? det_self_test_input(pipeline::DetTensor::kBytes) : x));
-  if (std::optional<Tensor> kept = cache.find(model.path(), stage, x)) {
+  if (std::optional<Tensor> kept = cache.find(model.graph().source_digest(), stage, x)) {
     std::string attempt;
     if (judge_self_test(stage, model, x, got, *kept, tolerance, bytes, ", reference kept", &attempt).is_ok()) {
       *summary += attempt;
       return Status::ok();
     }
     log::warn("engine", "self-test: {} on {} disagrees with the kept reference output {}; computing it again", stage,
-              model.backend_name(), cache.path_for(model.path(), stage, x));
+              model.backend_name(), cache.path_for(model.graph().source_digest(), stage, x));
   }
   ASSIGN_OR_RETURN(Tensor want, reference_output(model, x));
   Status s = judge_self_test(stage, model, x, got, want, tolerance, bytes, "", summary);
-  if (s.is_ok()) cache.keep(model.path(), stage, x, want);
+  if (s.is_ok()) cache.keep(model.graph().source_digest(), stage, x, want);
   return s;
 }
 
@@ -230,8 +230,10 @@ Result<std::unique_ptr<pipeline::Pipeline>> build_rung_pipeline(const std::strin
     return std::make_shared<OomResilientRunner>(
         stage, r, [m] { m->clear_plans(); }, options.retry);
   };
+  pipeline::PipelineOptions pipeline_options = options.pipeline;
+  pipeline_options.cache_dir = options.cache_dir;
   ASSIGN_OR_RETURN(std::unique_ptr<pipeline::Pipeline> p,
-                   pipeline::Pipeline::load(options.models, backend, options.pipeline, wrap));
+                   pipeline::Pipeline::load(options.models, backend, pipeline_options, wrap));
   if (options.self_test && backend_name != "reference") {
     // Reduced precision is judged by a looser bound; fp32 backends must match the oracle closely.
     double tol = backend_name.find("fp16") != std::string::npos ? 2e-3 : 1e-5;

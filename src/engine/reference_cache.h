@@ -4,12 +4,13 @@
 // every start, and a rung that disagrees with a kept output is judged again against a freshly computed one before it
 // fails, so the cache can only save time, never pass a kernel that is wrong.
 //
-// Files: <dir>/reference/<stage>-<key>.npy, the key a hash of the model file's bytes, the input's shape and bytes,
-// and this build's version. Written to a temporary name and renamed (concurrent processes never read half a file).
-// <dir> is the front door's choice (STEADYOCR_CACHE_DIR; "off" or "" for none; else $XDG_CACHE_HOME/steadyocr, else
-// $HOME/.cache/steadyocr); a directory that cannot be written to only costs the time.
+// Files: <dir>/reference/<stage>-<key>.npy, the key a digest of the model file's bytes (taken at import), the input's
+// shape and bytes, and this build (core/disk_cache.h: version and build IDs). Written to a temporary name and renamed
+// (concurrent processes never read half a file). <dir> is the front door's choice (cache_dir_from_environment in
+// core/disk_cache.h); a directory that cannot be written to only costs the time.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 
@@ -18,19 +19,17 @@
 
 namespace steadyocr::engine {
 
-// The cache directory from the environment (the front door calls this once): "" for none.
-std::string cache_dir_from_environment();
-
 class ReferenceCache {
  public:
   // `dir` "": nothing is read or kept.
   explicit ReferenceCache(std::string dir) : dir_(std::move(dir)) {}
-  // The kept output for `stage` of the model at `model_path` on `input`, if any and readable.
-  std::optional<Tensor> find(const std::string& model_path, const std::string& stage, const Tensor& input);
+  // The kept output for `stage` of the model whose file has `model_digest` (graph::Graph::source_digest) on `input`,
+  // if any and readable.
+  std::optional<Tensor> find(uint64_t model_digest, const std::string& stage, const Tensor& input) const;
   // Keeps `output`; a failure is logged at debug level and otherwise ignored.
-  void keep(const std::string& model_path, const std::string& stage, const Tensor& input, const Tensor& output);
-  // The file for these arguments ("" without a directory or when the model cannot be read).
-  std::string path_for(const std::string& model_path, const std::string& stage, const Tensor& input);
+  void keep(uint64_t model_digest, const std::string& stage, const Tensor& input, const Tensor& output) const;
+  // The file for these arguments ("" without a directory, or for digest 0: a graph not read from a file).
+  std::string path_for(uint64_t model_digest, const std::string& stage, const Tensor& input) const;
 
  private:
   std::string dir_;

@@ -319,6 +319,7 @@ SymbolTable& Graph::make_symbols() {
 Graph Graph::clone() const {
   Graph g;
   g.name_ = name_;
+  g.source_digest_ = source_digest_;
   g.name_counter_ = name_counter_;
   g.symbols_ = symbols_;
   std::unordered_map<const Value*, Value*> vmap;

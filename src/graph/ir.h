@@ -292,6 +292,10 @@ class Graph {
 
   const std::string& name() const { return name_; }
   void set_name(std::string n) { name_ = std::move(n); }
+  // A digest of the model file's bytes (core/disk_cache.h digest_bytes, taken by the importer; 0 for a graph built
+  // in code): the key of what caches keep for this model.
+  uint64_t source_digest() const { return source_digest_; }
+  void set_source_digest(uint64_t d) { source_digest_ = d; }
   // The expressions of the graph's symbolic dims (null until symbolic specialisation made one). Clones share it: it
   // only grows, at load, and evaluating it reads it.
   SymbolTable* symbols() const { return symbols_.get(); }
@@ -306,6 +310,7 @@ class Graph {
 
  private:
   std::string name_;
+  uint64_t source_digest_ = 0;
   std::vector<std::unique_ptr<Value>> values_;
   std::vector<std::unique_ptr<Node>> nodes_;
   std::vector<Value*> inputs_;

@@ -68,6 +68,7 @@ Result<std::unique_ptr<Pipeline>> Pipeline::load(const ModelPaths& paths, std::s
   // again for each (every backend: they are the larger part of a new shape's host time on the cpu too).
   model_options.reuse_generic_passes = true;
   model_options.symbolic_plans = opts.symbolic_plans;
+  model_options.cache_dir = opts.cache_dir;
   model_options.fallbacks = runtime::fallback_chain(backend->name());  // where the nodes it declines run
   if (device) {
     opts.rec.pad_batch = true;

@@ -73,6 +73,9 @@ struct PipelineOptions {
   // One plan for every input shape where the backend makes one (the cpu backend: runtime::ModelOptions::
   // symbolic_plans); false: every new shape is planned (--per-shape-plans, to compare).
   bool symbolic_plans = true;
+  // Where the models remember between processes that their symbolic graph passed its check
+  // (runtime::ModelOptions::cache_dir; "" for nowhere). The engine sets it from its own cache_dir.
+  std::string cache_dir;
   // Set by load: the detector model takes bytes (u8 [1, H, W, 3]); not an option.
   bool det_bytes = false;
   bool warm_up = true;            // kDevice: plan the bucketed det/rec shapes at load

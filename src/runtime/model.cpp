@@ -1,12 +1,16 @@
 #include "runtime/model.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
+#include <fstream>
 #include <map>
 #include <random>
 
 #include "backends/reference/reference_backend.h"
 #include "core/compare.h"
+#include "core/disk_cache.h"
 #include "core/log.h"
 #include "core/metrics.h"
 #include "core/timer.h"
@@ -38,6 +42,26 @@ Result<Tensor> run_on_reference(const graph::Graph& g, const Tensor& x) {
   RETURN_IF_ERROR(p->run({x}, &outs));
   if (outs.size() != 1) return internal_error("expected one output");
   return std::move(outs[0]);
+}
+
+constexpr size_t kKeptMarkers = 64;  // symbolic checks remembered (the least recent go first)
+
+// What the symbolic check's marker holds: the generic graph's ops and their counts (empty for a graph without).
+std::string histogram_line(const graph::Graph& g) {
+  std::string line = fmt::format("{} nodes:", g.node_count());
+  for (const auto& [op, n] : g.op_histogram()) line += fmt::format(" {} {}", op, n);
+  return line + "\n";
+}
+
+// A small file's contents ("" when it is missing, unreadable or over 64 KiB).
+std::string read_small_file(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return {};
+  std::string s(65536, '\0');
+  f.read(s.data(), static_cast<std::streamsize>(s.size()));
+  if (f.gcount() >= static_cast<std::streamsize>(s.size())) return {};
+  s.resize(static_cast<size_t>(f.gcount()));
+  return s;
 }
 
 }  // namespace
@@ -197,7 +221,24 @@ void Model::prepare_generic_graph() {
     const Comparison c = compare_tensors(b, a);
     return c.within(1e-12);
   };
+  const std::string marker = symbolic_check_marker(), ops = histogram_line(generic);
+  if (!marker.empty() && read_small_file(marker) == ops) {
+    metrics::inc("steadyocr_model_symbolic_checks_total", {{"result", "remembered"}});
+    log::debug("runtime", "{}: symbolic graph checked by an earlier process ({})", graph_.name(), marker);
+    generic_ = std::move(generic);
+    has_generic_ = true;
+    stats_.generic_passes = true;
+    return;
+  }
   auto same = check();
+  metrics::inc("steadyocr_model_symbolic_checks_total", {{"result", same.is_ok() && *same ? "passed" : "failed"}});
+  if (same.is_ok() && *same && !marker.empty()) {
+    if (write_file_atomically(marker, ops)) {
+      prune_directory(options_.cache_dir + "/symbolic", kKeptMarkers);
+    } else {
+      log::debug("runtime", "{}: could not remember the symbolic graph's check in {}", graph_.name(), marker);
+    }
+  }
   if (!same.is_ok() || !*same) {
     log::info("runtime",
               "{}: the symbolically specialised graph does not reproduce the plain passes on {} ({}); every new "
@@ -211,6 +252,19 @@ void Model::prepare_generic_graph() {
   log::debug("runtime", "{}: symbolic graph ready in {:.1f} ms: {} nodes, {} symbols, input {}", graph_.name(),
              sw.elapsed_ms(), generic_.node_count(), generic_.symbols()->size(),
              generic_.symbols()->describe(generic_.inputs()[0]->shape));
+}
+
+std::string Model::symbolic_check_marker() const {
+  if (options_.cache_dir.empty() || graph_.source_digest() == 0) return {};
+  const graph::PassOptions& p = options_.passes;
+  uint64_t h =
+      digest_bytes(fmt::format("{} top1 {} lut {} passes {}{}{}{}{} {} symcheck1", build_identity(),
+                               options_.top1_output, options_.image_lut.defined(), p.fold_batchnorm, p.fuse_activations,
+                               p.fuse_layernorm, p.fuse_residual, p.fuse_epilogues, p.max_fold_bytes),
+                   graph_.source_digest());
+  const Tensor& lut = options_.image_lut;
+  if (lut.defined()) h = digest_bytes(std::string_view(static_cast<const char*>(lut.raw()), lut.nbytes()), h);
+  return fmt::format("{}/symbolic/{}-{:016x}.ok", options_.cache_dir, graph_.name(), h);
 }
 
 Result<graph::Graph> Model::specialized_graph(const Shape& shape) const {

@@ -37,6 +37,11 @@ struct ModelOptions {
   // the cpu backend), so a new shape plans nothing at all. Off, or where the backend plans per shape, each new shape
   // is instantiated and prepared.
   bool symbolic_plans = true;
+  // Where a passed check of the symbolic graph (reuse_generic_passes) is remembered between processes
+  // (core/disk_cache.h; "" for nowhere): the same model file, options and build skip the check's plain passes and
+  // reference runs at the next load (~100 ms of a cold process on 2 cores). The graph those passes make must still
+  // match the one remembered, op for op, and each shape's graph is verified as before.
+  std::string cache_dir;
   // Where the nodes the backend declines (Backend::supports) run, in order: cpu then reference below a CUDA
   // backend, reference below cpu (runtime::fallback_chain). Empty: a declined node fails the plan.
   std::vector<std::shared_ptr<Backend>> fallbacks;
@@ -160,6 +165,8 @@ class Model : public Runner {
   // Specialises symbolically and optimises once; keeps the result when it instantiates to the same computation as
   // the plain path.
   void prepare_generic_graph();
+  // The file remembering that the symbolic graph passed its check ("" without a cache directory).
+  std::string symbolic_check_marker() const;
   // Plans the symbolic graph once on the backend, when it can (Backend::prepare_symbolic).
   void prepare_symbolic_plan();
   // Whether `shape` fits the symbolic plan: rank and static dims as declared, every assumption on the symbols held.

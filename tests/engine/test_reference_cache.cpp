@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "core/disk_cache.h"
 #include "core/npy.h"
 #include "engine/faults.h"
 #include "engine/reference_cache.h"
@@ -28,11 +29,8 @@ class ReferenceCacheTest : public ::testing::Test {
     fs::create_directories(dir_);
   }
   void TearDown() override { fs::remove_all(dir_); }
-  std::string model(const std::string& bytes) {
-    const std::string p = (dir_ / "model.onnx").string();
-    std::ofstream(p, std::ios::binary) << bytes;
-    return p;
-  }
+  // The digest the importer gives a model file holding `bytes` (graph::Graph::source_digest).
+  static uint64_t model(const std::string& bytes) { return digest_bytes(bytes); }
   fs::path dir_;
 };
 
@@ -44,7 +42,7 @@ Tensor filled(Shape s, float v) {
 
 TEST_F(ReferenceCacheTest, FoundOnlyForTheSameModelBytesAndInput) {
   ReferenceCache cache((dir_ / "c").string());
-  const std::string m = model("model bytes, version 1");
+  const uint64_t m = model("model bytes, version 1");
   const Tensor x = filled({2, 3, 4}, 1.f), y = filled({2, 5}, -3.f);
   EXPECT_FALSE(cache.find(m, "rec", x).has_value());
   cache.keep(m, "rec", x, y);
@@ -52,16 +50,28 @@ TEST_F(ReferenceCacheTest, FoundOnlyForTheSameModelBytesAndInput) {
   ASSERT_TRUE(got.has_value());
   ASSERT_EQ(got->shape(), y.shape());
   for (int64_t i = 0; i < y.numel(); ++i) EXPECT_EQ(got->data<float>()[i], y.data<float>()[i]) << i;
-  EXPECT_FALSE(cache.find(m, "det", x).has_value());                        // another stage
-  EXPECT_FALSE(cache.find(m, "rec", filled({2, 3, 4}, 1.5f)).has_value());  // another input
-  EXPECT_FALSE(cache.find(m, "rec", filled({2, 4, 3}, 1.f)).has_value());   // same bytes, another shape
-  model("model bytes, version 2");                                          // the file changed in place
-  EXPECT_FALSE(cache.find(m, "rec", x).has_value());
-  EXPECT_FALSE(cache.find((dir_ / "missing.onnx").string(), "rec", x).has_value());
+  EXPECT_FALSE(cache.find(m, "det", x).has_value());                                // another stage
+  EXPECT_FALSE(cache.find(m, "rec", filled({2, 3, 4}, 1.5f)).has_value());          // another input
+  EXPECT_FALSE(cache.find(m, "rec", filled({2, 4, 3}, 1.f)).has_value());           // same bytes, another shape
+  EXPECT_FALSE(cache.find(model("model bytes, version 2"), "rec", x).has_value());  // the file changed
+  // A graph not read from a file (digest 0) has nothing kept for it.
+  cache.keep(0, "rec", x, y);
+  EXPECT_FALSE(cache.find(0, "rec", x).has_value());
+  EXPECT_EQ(cache.path_for(0, "rec", x), "");
+}
+
+TEST_F(ReferenceCacheTest, TheDirectoryKeepsTheMostRecentOutputsOnly) {
+  ReferenceCache cache((dir_ / "c").string());
+  const Tensor y = filled({2, 5}, -3.f);
+  for (int i = 0; i < 40; ++i) cache.keep(model("model " + std::to_string(i)), "rec", filled({2, 3}, 1.f), y);
+  size_t files = 0;
+  for (const auto& e : fs::directory_iterator(dir_ / "c" / "reference")) files += e.is_regular_file();
+  EXPECT_EQ(files, 32u);
+  EXPECT_TRUE(cache.find(model("model 39"), "rec", filled({2, 3}, 1.f)).has_value());
 }
 
 TEST_F(ReferenceCacheTest, NoDirectoryKeepsNothingAndABrokenFileIsAMiss) {
-  const std::string m = model("bytes");
+  const uint64_t m = model("bytes");
   const Tensor x = filled({2, 3}, 0.f), y = filled({2, 9}, 1.f);
   ReferenceCache none("");
   none.keep(m, "rec", x, y);

@@ -2,10 +2,15 @@
 // computes, warm-up prepares instances per shape, and concurrent callers of one shape share them correctly.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <filesystem>
+#include <fstream>
 #include <thread>
 
 #include "backends/reference/reference_backend.h"
+#include "core/metrics.h"
 #include "core/parallel.h"
 #include "runtime/backend_registry.h"
 #include "runtime/model.h"
@@ -51,6 +56,53 @@ TEST(ModelPlans, GenericPassesComputeWhatThePlainPathComputes) {
       EXPECT_LT(cmp.nmse, 1e-12) << c.file << " " << shape_str(s) << ": " << cmp.describe();
     }
   }
+}
+
+// The symbolic graph's check at load (plain passes and two reference runs) is remembered in the cache directory: the
+// next load of the same file skips it, a marker that does not describe the graph the passes made is checked again,
+// and another file (other bytes) is checked on its own.
+TEST(ModelPlans, TheSymbolicChecksPassIsRememberedForTheSameFile) {
+  SO_REQUIRE_MODELS();
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("so_symcheck_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  const std::string path = testing::models_dir() + "/ch_ppocr_mobile_v2.0_cls_infer.onnx";
+  ModelOptions o;
+  o.reuse_generic_passes = true;
+  o.cache_dir = dir.string();
+  auto count = [](const char* result) {
+    return metrics::value("steadyocr_model_symbolic_checks_total", {{"result", result}});
+  };
+  const double passed = count("passed"), remembered = count("remembered");
+  auto first = Model::load(path, host_backend(), o);
+  ASSERT_TRUE(first.is_ok()) << first.status().to_string();
+  EXPECT_TRUE((*first)->stats().generic_passes);
+  EXPECT_EQ(count("passed"), passed + 1);
+  std::vector<fs::path> markers;
+  for (const auto& e : fs::directory_iterator(dir / "symbolic")) markers.push_back(e.path());
+  ASSERT_EQ(markers.size(), 1u);
+  auto second = Model::load(path, host_backend(), o);
+  ASSERT_TRUE(second.is_ok());
+  EXPECT_TRUE((*second)->stats().generic_passes);
+  EXPECT_EQ(count("passed"), passed + 1);
+  EXPECT_EQ(count("remembered"), remembered + 1);
+  Tensor x = testing::random_tensor({2, 3, 48, 192}, 4);
+  auto a = (*first)->run(x), b = (*second)->run(x);
+  ASSERT_TRUE(a.is_ok() && b.is_ok());
+  EXPECT_EQ(testing::compare(*b, *a).max_abs_diff, 0.0);
+  // A marker that does not describe this graph (another build's passes, a hand edit): the check runs again and
+  // rewrites it.
+  std::ofstream(markers[0], std::ios::trunc) << "3 nodes: Conv 3\n";
+  ASSERT_TRUE(Model::load(path, host_backend(), o).is_ok());
+  EXPECT_EQ(count("passed"), passed + 2);
+  ASSERT_TRUE(Model::load(path, host_backend(), o).is_ok());
+  EXPECT_EQ(count("remembered"), remembered + 2);
+  // No directory: always checked, nothing written.
+  ModelOptions none = o;
+  none.cache_dir.clear();
+  ASSERT_TRUE(Model::load(path, host_backend(), none).is_ok());
+  EXPECT_EQ(count("passed"), passed + 3);
+  fs::remove_all(dir);
 }
 
 // A top-1 output (ModelOptions::top1_output) returns, per step, the largest probability and its class: the same as
