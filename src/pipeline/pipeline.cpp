@@ -1,6 +1,7 @@
 #include "pipeline/pipeline.h"
 
 #include <filesystem>
+#include <future>
 #include <map>
 
 #include "core/log.h"
@@ -87,7 +88,32 @@ Result<std::unique_ptr<Pipeline>> Pipeline::load(const ModelPaths& paths, std::s
   };
   std::shared_ptr<runtime::Runner> det, rec, cls;
   Dictionary dict;
-  if (opts.mode != OcrMode::kRecOnly) {
+  // The models load side by side (import, passes and plans of one model use a core while the other's wait on memory
+  // and the parser): a cold process reaches its first image sooner. Their results are taken in order, so the first
+  // error named is the one a sequential load would name.
+  using Loaded = Result<std::unique_ptr<runtime::Model>>;
+  std::future<Loaded> rec_load, cls_load;
+  const bool want_det = opts.mode != OcrMode::kRecOnly, want_rec = opts.mode != OcrMode::kDetOnly;
+  const bool want_cls = (opts.use_cls || opts.load_cls) && opts.mode != OcrMode::kDetOnly;
+  if (want_rec) {
+    runtime::ModelOptions rec_options = model_options;
+    // On a device only each step's top-1 pair comes back (6625 classes stay there) where the backend runs Top1.
+    rec_options.top1_output = device && opts.rec_top1;
+    rec_load = std::async(std::launch::async, [=] { return load_model("rec", paths.rec, backend, rec_options); });
+  }
+  if (want_cls) {
+    cls_load = std::async(std::launch::async, [=] { return load_model("cls", paths.cls, backend, model_options); });
+  }
+  // Every launched load is waited for before returning (an early return must not leave one running).
+  struct Joiner {
+    std::future<Loaded>* f[2];
+    ~Joiner() {
+      for (auto* x : f) {
+        if (x->valid()) x->wait();
+      }
+    }
+  } joiner{{&rec_load, &cls_load}};
+  if (want_det) {
     runtime::ModelOptions det_options = model_options;
     // On a device the picture's bytes cross and are normalised there, where the backend runs ImageLut (a padded
     // bucket would need zeros after normalisation, which no byte gives: --det-bucket keeps the host's floats).
@@ -96,16 +122,13 @@ Result<std::unique_ptr<Pipeline>> Pipeline::load(const ModelPaths& paths, std::s
     opts.det_bytes = m->options().image_lut.defined();
     det = wrapped("det", std::move(m));
   }
-  if (opts.mode != OcrMode::kDetOnly) {
+  if (want_rec) {
     if (!std::filesystem::exists(paths.dict)) {
       return not_found("dictionary " + paths.dict +
                        " not found: pass --models DIR or --dict PATH (the character list of the recognition model)");
     }
     ASSIGN_OR_RETURN(dict, Dictionary::load(paths.dict));
-    runtime::ModelOptions rec_options = model_options;
-    // On a device only each step's top-1 pair comes back (6625 classes stay there) where the backend runs Top1.
-    rec_options.top1_output = device && opts.rec_top1;
-    ASSIGN_OR_RETURN(std::unique_ptr<runtime::Model> m, load_model("rec", paths.rec, backend, rec_options));
+    ASSIGN_OR_RETURN(std::unique_ptr<runtime::Model> m, rec_load.get());
     opts.rec.top1 = m->options().top1_output;
     const graph::Value* out = m->graph().outputs()[0];
     if (opts.rec.top1 && out->producer) out = out->producer->input(0);  // the class probabilities Top1 reads
@@ -120,8 +143,8 @@ Result<std::unique_ptr<Pipeline>> Pipeline::load(const ModelPaths& paths, std::s
     if (height > 0) opts.rec.height = static_cast<int>(height);
     rec = wrapped("rec", std::move(m));
   }
-  if ((opts.use_cls || opts.load_cls) && opts.mode != OcrMode::kDetOnly) {
-    ASSIGN_OR_RETURN(std::unique_ptr<runtime::Model> m, load_model("cls", paths.cls, backend, model_options));
+  if (want_cls) {
+    ASSIGN_OR_RETURN(std::unique_ptr<runtime::Model> m, cls_load.get());
     int64_t h = static_dim(m->graph().inputs(), 2), w = static_dim(m->graph().inputs(), 3);
     if (h > 0) opts.cls.height = static_cast<int>(h);
     if (w > 0) opts.cls.width = static_cast<int>(w);
