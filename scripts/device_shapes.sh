@@ -62,7 +62,7 @@ plan_lines() {  # log: each new shape's plan (passes / prepare) per model, and t
     sort -k1,1 -k2,2n | awk '{v[$1,++n[$1]]=$2; s[$1]+=$2; ps[$1]+=$3; pr[$1]+=$4}
       END {for (k in n) printf "   plans %s: %d, %.1f ms in all (passes %.1f, prepare %.1f), median %.2f ms, max %.2f ms\n",
            k, n[k], s[k], ps[k], pr[k], v[k,int((n[k]+1)/2)], v[k,n[k]]}' | tee -a "$S"
-  grep -E '^  steadyocr_cuda_(prepare|build|algo|graph)' "$1" | sort | uniq | sed 's/^/ /' | tee -a "$S"
+  grep -E '^  steadyocr_cuda_(prepare|algo|graph|cudnn_lease|cudnn_handle_waits|precision_calib)' "$1" | sort | uniq | sed 's/^/ /' | tee -a "$S"
 }
 
 for set in $SETS; do

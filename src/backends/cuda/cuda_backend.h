@@ -2,6 +2,7 @@
 // graphs share.
 #pragma once
 
+#include <condition_variable>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -29,6 +30,12 @@ struct BackendState {
   bool cudnn = true;        // false: no convolution through cuDNN (BackendConfig::cudnn)
   std::mutex mu;
   std::map<std::string, std::set<std::string>> f32_nodes;  // model signature -> nodes kept in fp32
+  // model signature -> the static rules' fp32 nodes (static_f32_nodes), worked out by the model's first plan
+  std::map<std::string, std::shared_ptr<const std::set<std::string>>> static_f32;
+  // Signatures whose calibration is running: one plan calibrates a model, the plans of its other shapes wait for the
+  // result (warm-up plans dozens at once; each calibrating on its own ran fp32 keep-all plans of up to 2.5 GiB).
+  std::set<std::string> calibrating;
+  std::condition_variable calibrated;
 };
 
 class CudaBackend final : public Backend {

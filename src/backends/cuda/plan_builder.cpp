@@ -48,21 +48,30 @@ PlanBuilder::PlanBuilder(CudaDevice& device, cudnnHandle_t cudnn, const graph::G
   decide_static_precision();
 }
 
-void PlanBuilder::decide_static_precision() {
-  f32_nodes_ = options_.force_f32;
-  if (options_.precision != Precision::kF16) return;
-  for (const auto& n : graph_.nodes()) {
+std::set<std::string> static_f32_nodes(const graph::Graph& graph) {
+  std::set<std::string> keep;
+  for (const auto& n : graph.nodes()) {
     // An unfolded BatchNorm (after a ConvTranspose in the det head) may carry a huge running variance: its producer's
     // output is only normalised afterwards, so keep that producer in fp32.
-    if (n->op == OpKind::kBatchNorm && n->input(0) && n->input(0)->producer) {
-      f32_nodes_.insert(n->input(0)->producer->name);
-    }
+    if (n->op == OpKind::kBatchNorm && n->input(0) && n->input(0)->producer) keep.insert(n->input(0)->producer->name);
     if (n->op == OpKind::kConv || n->op == OpKind::kConvTranspose) {
       for (size_t i = 1; i < 3; ++i) {
         const Value* c = n->input(i);
-        if (c && c->is_constant() && max_abs(c->constant) > kF16WeightLimit) f32_nodes_.insert(n->name);
+        if (c && c->is_constant() && max_abs(c->constant) > kF16WeightLimit) keep.insert(n->name);
       }
     }
+  }
+  return keep;
+}
+
+void PlanBuilder::decide_static_precision() {
+  f32_nodes_ = options_.force_f32;
+  if (options_.precision != Precision::kF16) return;
+  if (options_.static_f32) {
+    f32_nodes_.insert(options_.static_f32->begin(), options_.static_f32->end());
+  } else {
+    std::set<std::string> keep = static_f32_nodes(graph_);
+    f32_nodes_.insert(keep.begin(), keep.end());
   }
 }
 

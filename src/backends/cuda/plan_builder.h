@@ -24,7 +24,14 @@ struct PlanOptions {
   bool own_conv = true;             // depthwise/pointwise convolutions without cuDNN (BackendConfig::own_conv)
   bool cudnn = true;                // false: no convolution through cuDNN (BackendConfig::cudnn)
   bool lease_arena = false;         // no arena of its own: each run binds the plan to a leased one (bind_arena)
+  // fp16: the nodes the static rules keep in fp32 (static_f32_nodes), worked out once per model rather than by
+  // scanning every weight for each new shape's plan; null: the builder works them out.
+  std::shared_ptr<const std::set<std::string>> static_f32;
 };
+
+// fp16: the nodes kept in fp32 whatever the input (weights beyond fp16's comfortable range, producers of unfolded
+// BatchNorms); a function of the model's constants only.
+std::set<std::string> static_f32_nodes(const graph::Graph& graph);
 
 struct Plan {
   struct Buffer {

@@ -69,36 +69,55 @@ Result<std::unique_ptr<PreparedGraph>> CudaPreparedGraph::create(std::shared_ptr
 Status CudaPreparedGraph::init(const graph::Graph& g) {
   CudaDevice& dev = *state_->device;
   SO_GPU_CHECK(cudaSetDevice(dev.index()));
+  Stopwatch graph_sw;
   graph_ = g.clone();
   // The stages of fused epilogues become elementwise steps again, which the plan's program fusion merges into the
   // convolution's epilogue (backends/cuda/fusion.cpp): the plans are those of the unfused graph.
   graph::expand_epilogues(graph_);
   role_ = model_role(graph_);
   signature_ = model_signature(graph_);
+  metrics::inc("steadyocr_cuda_prepare_ms_total", {{"phase", "graph"}}, graph_sw.elapsed_ms());
   Stopwatch setup;
   ASSIGN_OR_RETURN(Lane lane, dev.acquire_lane());  // for cuDNN's algorithm queries while building
   metrics::inc("steadyocr_cuda_prepare_ms_total", {{"phase", "setup"}}, setup.elapsed_ms());
   PlanOptions opts = plan_options();
   if (state_->precision == Precision::kF16) {
-    std::lock_guard<std::mutex> lock(state_->mu);
-    auto it = state_->f32_nodes.find(signature_);
-    if (it != state_->f32_nodes.end()) {
-      opts.force_f32 = it->second;
-      precision_settled_ = true;
+    Stopwatch rules;
+    std::shared_ptr<const std::set<std::string>> static_f32;
+    {
+      std::lock_guard<std::mutex> lock(state_->mu);
+      auto it = state_->f32_nodes.find(signature_);
+      if (it != state_->f32_nodes.end()) {
+        opts.force_f32 = it->second;
+        precision_settled_ = true;
+      }
+      auto st = state_->static_f32.find(signature_);
+      if (st != state_->static_f32.end()) static_f32 = st->second;
     }
+    if (!static_f32) {
+      static_f32 = std::make_shared<const std::set<std::string>>(static_f32_nodes(graph_));
+      std::lock_guard<std::mutex> lock(state_->mu);
+      state_->static_f32.emplace(signature_, static_f32);
+    }
+    opts.static_f32 = std::move(static_f32);
+    metrics::inc("steadyocr_cuda_prepare_ms_total", {{"phase", "static_precision"}}, rules.elapsed_ms());
   } else {
     precision_settled_ = true;
   }
   if (!state_->calibrate) precision_settled_ = true;
   built_f32_ = opts.force_f32;
   opts.lease_arena = !state_->own_arenas;
+  Stopwatch leasing;
   auto dnn = state_->cudnn ? dev.lease_cudnn(lane.stream) : Result<CudnnLease>(CudnnLease());
+  metrics::inc("steadyocr_cuda_cudnn_lease_ms_total", {{"for", "plan"}}, leasing.elapsed_ms());
   if (!dnn.is_ok()) {
     dev.release_lane(std::move(lane));
     return dnn.status();
   }
+  Stopwatch builder_sw;
   PlanBuilder builder(dev, dnn->get(), graph_, opts);
   auto plan = builder.build();
+  metrics::inc("steadyocr_cuda_prepare_ms_total", {{"phase", "builder"}}, builder_sw.elapsed_ms());
   *dnn = CudnnLease();
   if (!device_lost()) dev.release_lane(std::move(lane));
   if (!plan.is_ok()) return plan.status();
@@ -295,12 +314,32 @@ Status CudaPreparedGraph::ensure_precision(const std::vector<Tensor>& inputs) {
   if (precision_settled_) return Status::ok();
   precision_settled_ = true;
   {
-    std::lock_guard<std::mutex> lock(state_->mu);
-    auto it = state_->f32_nodes.find(signature_);
-    if (it != state_->f32_nodes.end()) {
-      return it->second == built_f32_ ? Status::ok() : rebuild(it->second);
+    // One calibration per model at a time: a plan whose model is being calibrated waits for the result (it holds a
+    // lane but no cuDNN handle and no arena, so the calibrating run never waits for it).
+    std::unique_lock<std::mutex> lock(state_->mu);
+    for (;;) {
+      auto it = state_->f32_nodes.find(signature_);
+      if (it != state_->f32_nodes.end()) {
+        std::set<std::string> settled = it->second;
+        lock.unlock();
+        return settled == built_f32_ ? Status::ok() : rebuild(settled);
+      }
+      if (state_->calibrating.insert(signature_).second) break;
+      metrics::inc("steadyocr_cuda_precision_calibration_waits_total", {{"model", role_}});
+      state_->calibrated.wait(lock);
     }
   }
+  struct Done {  // the next waiter calibrates when this one failed
+    BackendState& st;
+    const std::string& sig;
+    ~Done() {
+      {
+        std::lock_guard<std::mutex> lock(st.mu);
+        st.calibrating.erase(sig);
+      }
+      st.calibrated.notify_all();
+    }
+  } done{*state_, signature_};
   Stopwatch sw;
   RETURN_IF_ERROR(need_cudnn());
   auto cal =
@@ -463,6 +502,7 @@ Status CudaPreparedGraph::need_cudnn() {
   Stopwatch sw;
   ASSIGN_OR_RETURN(cudnn_, state_->device->lease_cudnn(lane_->stream));
   profile_.acquire_ms += sw.elapsed_ms();
+  metrics::inc("steadyocr_cuda_cudnn_lease_ms_total", {{"for", "run"}}, sw.elapsed_ms());
   return Status::ok();
 }
 
