@@ -11,9 +11,10 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <functional>
 #include <utility>
 #include <vector>
+
+#include "core/content_hash.h"
 
 #ifndef STEADYOCR_VERSION
 #define STEADYOCR_VERSION "dev"
@@ -65,7 +66,7 @@ int collect_identity(dl_phdr_info* info, size_t, void* data) {
   auto* h = static_cast<uint64_t*>(data);
   std::string id = gnu_build_id(info);
   if (id.empty()) id = stat_identity(info->dlpi_name);
-  *h = digest_bytes(id, *h);
+  *h = hash_bytes(id, *h);
   return 0;
 }
 
@@ -83,16 +84,11 @@ std::string cache_dir_from_environment() {
 
 const std::string& build_identity() {
   static const std::string id = [] {
-    uint64_t h = digest_bytes(STEADYOCR_VERSION, 17);
+    uint64_t h = hash_bytes(std::string_view(STEADYOCR_VERSION), 17);
     dl_iterate_phdr(collect_identity, &h);
     return fmt::format("{:016x}", h);
   }();
   return id;
-}
-
-uint64_t digest_bytes(std::string_view bytes, uint64_t seed) {
-  const uint64_t h = std::hash<std::string_view>{}(bytes);
-  return h ^ (seed + 0x9e3779b97f4a7c15ULL + (seed << 6) + (seed >> 2));
 }
 
 bool write_file_atomically(const std::string& path, std::string_view bytes) {

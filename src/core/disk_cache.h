@@ -1,6 +1,6 @@
-// What the caches kept on disk between processes share: where they live, what identifies this build, a digest of
-// bytes, and a write that concurrent processes never see half done. A cache entry's key includes build_identity(),
-// so that a rebuilt binary (another pass, another kernel) never reads what an earlier build kept.
+// What the caches kept on disk between processes share: where they live, what identifies this build, and a write that concurrent processes never see half done. A cache entry's key includes build_identity(),
+// so that a rebuilt binary (another pass, another kernel) never reads what an earlier build kept; their keys hash
+// with core/content_hash.h.
 #pragma once
 
 #include <cstdint>
@@ -17,10 +17,6 @@ std::string cache_dir_from_environment();
 // its libso_* libraries), as 16 hex digits; objects linked without a build ID count by their size and mtime.
 // Computed once per process.
 const std::string& build_identity();
-
-// A 64-bit digest of `bytes` chained on `seed` (not cryptographic: keys for caches whose entries are checked or
-// harmless when wrong).
-uint64_t digest_bytes(std::string_view bytes, uint64_t seed = 0);
 
 // Writes `bytes` to `path` through a temporary file in the same directory and a rename, creating the directory;
 // false (and nothing at `path`) on any failure.

@@ -10,6 +10,7 @@
 #include <iterator>
 #include <string_view>
 
+#include "core/content_hash.h"
 #include "core/disk_cache.h"
 #include "core/log.h"
 #include "core/npy.h"
@@ -26,9 +27,9 @@ constexpr size_t kKeptOutputs = 32;  // files kept (the least recently written g
 
 std::string ReferenceCache::path_for(uint64_t model_digest, const std::string& stage, const Tensor& input) const {
   if (dir_.empty() || model_digest == 0) return {};
-  uint64_t h = digest_bytes(std::string_view(static_cast<const char*>(input.raw()), input.nbytes()), model_digest);
-  h = digest_bytes(fmt::format("{} {} {} ref2", shape_str(input.shape()), dtype_name(input.dtype()), build_identity()),
-                   h);
+  uint64_t h = hash_bytes(input.raw(), input.nbytes(), model_digest);
+  h = hash_bytes(fmt::format("{} {} {} ref2", shape_str(input.shape()), dtype_name(input.dtype()), build_identity()),
+                 h);
   return fmt::format("{}/reference/{}-{:016x}.npy", dir_, stage, h);
 }
 

@@ -292,7 +292,7 @@ class Graph {
 
   const std::string& name() const { return name_; }
   void set_name(std::string n) { name_ = std::move(n); }
-  // A digest of the model file's bytes (core/disk_cache.h digest_bytes, taken by the importer; 0 for a graph built
+  // A digest of the model file's bytes (core/content_hash.h hash_bytes, taken by the importer; 0 for a graph built
   // in code): the key of what caches keep for this model.
   uint64_t source_digest() const { return source_digest_; }
   void set_source_digest(uint64_t d) { source_digest_ = d; }

@@ -11,7 +11,7 @@
 #include <limits>
 #include <sstream>
 
-#include "core/disk_cache.h"
+#include "core/content_hash.h"
 #include "graph/onnx_import_internal.h"
 #include "graph/shape_inference.h"
 #include "graph/verifier.h"
@@ -489,7 +489,7 @@ Result<Graph> import_onnx_bytes(const std::string& bytes, const std::string& mod
   Graph graph;
   // The file name, not the ONNX graph name ("Model from PaddlePaddle."): it is what users recognise in messages.
   graph.set_name(model_name);
-  graph.set_source_digest(digest_bytes(bytes));
+  graph.set_source_digest(hash_bytes(bytes));
   ImportContext ctx;
   ctx.graph = &graph;
   ctx.model_name = model_name;

@@ -10,6 +10,7 @@
 
 #include "backends/reference/reference_backend.h"
 #include "core/compare.h"
+#include "core/content_hash.h"
 #include "core/disk_cache.h"
 #include "core/log.h"
 #include "core/metrics.h"
@@ -258,12 +259,12 @@ std::string Model::symbolic_check_marker() const {
   if (options_.cache_dir.empty() || graph_.source_digest() == 0) return {};
   const graph::PassOptions& p = options_.passes;
   uint64_t h =
-      digest_bytes(fmt::format("{} top1 {} lut {} passes {}{}{}{}{} {} symcheck1", build_identity(),
-                               options_.top1_output, options_.image_lut.defined(), p.fold_batchnorm, p.fuse_activations,
-                               p.fuse_layernorm, p.fuse_residual, p.fuse_epilogues, p.max_fold_bytes),
-                   graph_.source_digest());
+      hash_bytes(fmt::format("{} top1 {} lut {} passes {}{}{}{}{} {} symcheck1", build_identity(), options_.top1_output,
+                             options_.image_lut.defined(), p.fold_batchnorm, p.fuse_activations, p.fuse_layernorm,
+                             p.fuse_residual, p.fuse_epilogues, p.max_fold_bytes),
+                 graph_.source_digest());
   const Tensor& lut = options_.image_lut;
-  if (lut.defined()) h = digest_bytes(std::string_view(static_cast<const char*>(lut.raw()), lut.nbytes()), h);
+  if (lut.defined()) h = hash_bytes(lut.raw(), lut.nbytes(), h);
   return fmt::format("{}/symbolic/{}-{:016x}.ok", options_.cache_dir, graph_.name(), h);
 }
 

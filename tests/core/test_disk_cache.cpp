@@ -1,4 +1,5 @@
-// core/disk_cache.h: what identifies this build, digests, atomic writes and bounded directories.
+// core/disk_cache.h (what identifies this build, atomic writes, bounded directories) and core/content_hash.h.
+#include "core/content_hash.h"
 #include "core/disk_cache.h"
 
 #include <gtest/gtest.h>
@@ -8,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <string_view>
 
 namespace steadyocr {
 namespace {
@@ -22,11 +24,14 @@ TEST(DiskCache, BuildIdentityIsStableHexAndCoversThisBuild) {
   EXPECT_NE(id, "0000000000000000");
 }
 
-TEST(DiskCache, DigestsDependOnBytesAndSeed) {
-  EXPECT_EQ(digest_bytes("model"), digest_bytes("model"));
-  EXPECT_NE(digest_bytes("model"), digest_bytes("modem"));
-  EXPECT_NE(digest_bytes("model", 1), digest_bytes("model", 2));
-  EXPECT_NE(digest_bytes(""), digest_bytes(std::string(1, '\0')));
+TEST(ContentHash, DependsOnBytesAndSeed) {
+  using namespace std::string_view_literals;
+  EXPECT_EQ(hash_bytes("model"sv), hash_bytes("model"sv));
+  EXPECT_NE(hash_bytes("model"sv), hash_bytes("modem"sv));
+  EXPECT_NE(hash_bytes("model"sv, 1), hash_bytes("model"sv, 2));
+  EXPECT_NE(hash_bytes(""sv), hash_bytes(std::string(1, '\0')));
+  const std::string bytes = "model";
+  EXPECT_EQ(hash_bytes(bytes), hash_bytes(bytes.data(), bytes.size()));
 }
 
 TEST(DiskCache, AtomicWritesAndPruning) {

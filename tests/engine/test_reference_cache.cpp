@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "core/content_hash.h"
 #include "core/disk_cache.h"
 #include "core/npy.h"
 #include "engine/faults.h"
@@ -30,7 +31,7 @@ class ReferenceCacheTest : public ::testing::Test {
   }
   void TearDown() override { fs::remove_all(dir_); }
   // The digest the importer gives a model file holding `bytes` (graph::Graph::source_digest).
-  static uint64_t model(const std::string& bytes) { return digest_bytes(bytes); }
+  static uint64_t model(const std::string& bytes) { return hash_bytes(bytes); }
   fs::path dir_;
 };
 

@@ -9,7 +9,7 @@
 #include <ctime>
 
 #include "backends/common/arena.h"
-#include "backends/common/content_hash.h"
+#include "core/content_hash.h"
 #include "backends/common/schedule.h"
 #include "backends/cpu/ops.h"
 #include "backends/cpu/weight_cache.h"
@@ -173,7 +173,7 @@ Result<int> PlanBuilder::in_layout(const graph::Value* v, const Md& md) {
     return unsupported(fmt::format("value '{}' of type {} cannot change layout", v->name, dtype_name(hb.dtype)));
   }
   if (hb.md == md) return h;
-  std::string key = md_str(md) + "/" + std::to_string(common::hash_bytes(&md.data, sizeof(md.data)));
+  std::string key = md_str(md) + "/" + std::to_string(hash_bytes(&md.data, sizeof(md.data)));
   auto it = layout_cache_.find({v, key});
   if (it != layout_cache_.end()) return it->second;
   int out = new_buffer(DType::kF32, hb.shape, md, v->name + "@" + md_str(md));

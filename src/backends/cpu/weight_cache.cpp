@@ -2,7 +2,7 @@
 
 #include <cstring>
 
-#include "backends/common/content_hash.h"
+#include "core/content_hash.h"
 
 namespace steadyocr::cpu {
 
@@ -19,7 +19,7 @@ Result<dnnl::memory> WeightCache::get(const Tensor& src, const Md& src_md, const
       }
     }
   }
-  uint64_t h = common::hash_bytes(src.raw(), src.nbytes());
+  uint64_t h = hash_bytes(src.raw(), src.nbytes());
   {
     std::lock_guard<std::mutex> lock(mu_);
     for (auto it = lru_.begin(); it != lru_.end(); ++it) {

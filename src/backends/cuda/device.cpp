@@ -7,7 +7,7 @@
 #include <chrono>
 #include <cstring>
 
-#include "backends/common/content_hash.h"
+#include "core/content_hash.h"
 #include "backends/cuda/check.h"
 #include "core/half.h"
 #include "core/log.h"
@@ -335,7 +335,7 @@ Result<DeviceMemoryPtr> CudaDevice::weight(const Tensor& t, DType dt) {
   }
   // Else keyed on the source content, so a hit costs one hash and no conversion.
   std::string key = fmt::format("{}>{}:{}:{:016x}", dtype_name(t.dtype()), dtype_name(dt), t.nbytes(),
-                                common::hash_bytes(t.raw(), t.nbytes()));
+                                hash_bytes(t.raw(), t.nbytes()));
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = weights_.find(key);

@@ -6,7 +6,7 @@
 
 #include "core/half.h"
 
-#include "backends/common/content_hash.h"
+#include "core/content_hash.h"
 #include "backends/common/schedule.h"
 
 namespace steadyocr::vk {
@@ -78,7 +78,7 @@ Status WeightCache::upload_locked(const void* data, size_t bytes, const WeightRe
 }
 
 Result<WeightRef> WeightCache::get(const void* data, size_t bytes, const std::string& name) {
-  const auto key = std::make_pair(common::hash_bytes(data, bytes), bytes);
+  const auto key = std::make_pair(hash_bytes(data, bytes), bytes);
   std::lock_guard<std::mutex> lock(mu_);
   auto it = cache_.find(key);
   if (it != cache_.end()) return it->second;

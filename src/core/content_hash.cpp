@@ -1,8 +1,8 @@
-#include "backends/common/content_hash.h"
+#include "core/content_hash.h"
 
 #include <cstring>
 
-namespace steadyocr::common {
+namespace steadyocr {
 
 uint64_t hash_bytes(const void* data, size_t n, uint64_t seed) {
   const auto* p = static_cast<const uint8_t*>(data);
@@ -27,4 +27,4 @@ uint64_t hash_bytes(const void* data, size_t n, uint64_t seed) {
   return r;
 }
 
-}  // namespace steadyocr::common
+}  // namespace steadyocr
