@@ -1,6 +1,6 @@
-// What the caches kept on disk between processes share: where they live, what identifies this build, and a write that concurrent processes never see half done. A cache entry's key includes build_identity(),
-// so that a rebuilt binary (another pass, another kernel) never reads what an earlier build kept; their keys hash
-// with core/content_hash.h.
+// What the caches kept on disk between processes share: where they live, what identifies this build, and a write that
+// concurrent processes never see half done. A cache entry's key includes build_identity(), so that a rebuilt binary
+// (another pass, another kernel) never reads what an earlier build kept; their keys hash with core/content_hash.h.
 #pragma once
 
 #include <cstdint>

@@ -9,10 +9,10 @@
 #include <ctime>
 
 #include "backends/common/arena.h"
-#include "core/content_hash.h"
 #include "backends/common/schedule.h"
 #include "backends/cpu/ops.h"
 #include "backends/cpu/weight_cache.h"
+#include "core/content_hash.h"
 #include "core/log.h"
 #include "core/parallel.h"
 #include "core/timer.h"

@@ -7,8 +7,8 @@
 #include <chrono>
 #include <cstring>
 
-#include "core/content_hash.h"
 #include "backends/cuda/check.h"
+#include "core/content_hash.h"
 #include "core/half.h"
 #include "core/log.h"
 #include "core/metrics.h"

@@ -6,8 +6,8 @@
 
 #include "core/half.h"
 
-#include "core/content_hash.h"
 #include "backends/common/schedule.h"
+#include "core/content_hash.h"
 
 namespace steadyocr::vk {
 namespace {
