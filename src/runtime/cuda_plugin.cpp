@@ -277,6 +277,9 @@ cuda::BackendConfig cuda_backend_config(const std::string& precision, size_t mem
     if (const char* n = std::getenv("STEADYOCR_CUDA_CUDNN_HANDLES"); n && std::atoi(n) > 0)
       c.cudnn_handles = std::min(256, std::atoi(n));
     if (const char* f = std::getenv("STEADYOCR_CUDA_FAULT")) c.fault_spec = f;
+    if (const char* w = std::getenv("STEADYOCR_CUDA_SYNC"); w && !cuda::parse_sync_wait(w, &c.sync_wait)) {
+      log::warn("cuda", "STEADYOCR_CUDA_SYNC={} is not one of auto, spin, block; using auto", w);
+    }
     return c;
   }();
   cuda::BackendConfig c = overrides;

@@ -96,6 +96,18 @@ TEST(CudaPlugin, BackendNamesAndTheCudnnSwitch) {
   EXPECT_FALSE(cuda::from_abi(a).cudnn);
   c.cudnn = true;
   EXPECT_TRUE(cuda::from_abi(cuda::to_abi(c)).cudnn);
+  // So does the way runs wait for their stream, by the names STEADYOCR_CUDA_SYNC takes.
+  for (cuda::SyncWait w : {cuda::SyncWait::kAuto, cuda::SyncWait::kSpin, cuda::SyncWait::kBlock}) {
+    cuda::SyncWait parsed = cuda::SyncWait::kAuto;
+    ASSERT_TRUE(cuda::parse_sync_wait(cuda::sync_wait_name(w), &parsed));
+    EXPECT_EQ(parsed, w);
+    c.sync_wait = w;
+    EXPECT_EQ(cuda::from_abi(cuda::to_abi(c)).sync_wait, w);
+  }
+  cuda::SyncWait untouched = cuda::SyncWait::kBlock;
+  for (const char* bad : {"", "Spin", "blocking", "yield"}) EXPECT_FALSE(cuda::parse_sync_wait(bad, &untouched)) << bad;
+  EXPECT_FALSE(cuda::parse_sync_wait(nullptr, &untouched));
+  EXPECT_EQ(untouched, cuda::SyncWait::kBlock);
 }
 
 TEST(CudaPlugin, AcceptsMatchingTable) {

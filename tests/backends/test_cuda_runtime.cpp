@@ -293,6 +293,67 @@ TEST(CudaRuntime, GraphReplayGivesTheEagerResult) {
   EXPECT_EQ(metrics::total("steadyocr_cuda_graphs_captured_total"), captured + 1);
 }
 
+// Every way of waiting for a run's stream (BackendConfig::sync_wait) gives the same outputs, and each wait is
+// counted under the mode it took: spin and block as configured; auto spins while a run waits alone and sleeps while
+// another run waits too (8 threads at once).
+TEST(CudaRuntime, EveryStreamWaitGivesTheSameResults) {
+  SO_REQUIRE_MODELS();
+  const SteadyocrPluginApi* api = runtime::cuda_plugin_api();
+  if (!api) GTEST_SKIP() << "no CUDA plugin loaded (no device)";
+  auto g = optimized_model(kDetModel, {1, 3, 160, 224});
+  ASSERT_TRUE(g.is_ok()) << g.status().to_string();
+  const Tensor x = random_tensor({1, 3, 160, 224}, 11);
+  auto waits = [](const char* mode) { return metrics::value("steadyocr_cuda_stream_waits_total", {{"mode", mode}}); };
+  Tensor expected;
+  for (cuda::SyncWait w : {cuda::SyncWait::kSpin, cuda::SyncWait::kBlock, cuda::SyncWait::kAuto}) {
+    SCOPED_TRACE(cuda::sync_wait_name(w));
+    cuda::BackendConfig config = runtime::cuda_backend_config("fp32");
+    config.sync_wait = w;
+    auto backend = runtime::create_plugin_backend(api, config);
+    if (!backend.is_ok()) GTEST_SKIP() << "cuda-fp32 unavailable: " << backend.status().to_string();
+    auto p = (*backend)->prepare(*g);
+    ASSERT_TRUE(p.is_ok()) << p.status().to_string();
+    const double spin0 = waits("spin"), block0 = waits("block");
+    for (int i = 0; i < 3; ++i) {
+      std::vector<Tensor> out;
+      ASSERT_TRUE((*p)->run({x}, &out).is_ok());
+      if (!expected.defined()) expected = out[0].clone();
+      EXPECT_TRUE(identical(out[0], expected)) << "run " << i;
+    }
+    EXPECT_EQ(waits("spin") - spin0, w == cuda::SyncWait::kBlock ? 0 : 3);
+    EXPECT_EQ(waits("block") - block0, w == cuda::SyncWait::kBlock ? 3 : 0);
+    if (w != cuda::SyncWait::kAuto) continue;
+    // Eight threads, each with its own plan: their waits overlap, so auto sleeps in some of them.
+    constexpr int kThreads = 8, kRuns = 10;
+    std::atomic<int> failures{0}, mismatches{0};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t) {
+      threads.emplace_back([&] {
+        auto q = (*backend)->prepare(*g);
+        if (!q.is_ok()) {
+          ++failures;
+          return;
+        }
+        for (int r = 0; r < kRuns; ++r) {
+          std::vector<Tensor> out;
+          if (!(*q)->run({x}, &out).is_ok()) {
+            ++failures;
+          } else if (!identical(out[0], expected)) {
+            ++mismatches;
+          }
+        }
+      });
+    }
+    for (auto& th : threads) th.join();
+    EXPECT_EQ(failures.load(), 0);
+    EXPECT_EQ(mismatches.load(), 0);
+    const double spun = waits("spin") - spin0 - 3, slept = waits("block") - block0;
+    std::printf("auto: %.0f waits spun, %.0f slept (8 threads x 10 runs)\n", spun, slept);
+    EXPECT_EQ(spun + slept, kThreads * kRuns);
+    EXPECT_GT(slept, 0) << "no wait overlapped another: auto never slept";
+  }
+}
+
 // ---- injected faults (docs/FAULTS.md) -------------------------------------------------------------------------
 
 struct FaultGuard {

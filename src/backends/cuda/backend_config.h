@@ -4,11 +4,33 @@
 #pragma once
 
 #include <cstddef>
+#include <cstring>
 #include <string>
 
 #include "backends/cuda/plugin_api.h"
 
 namespace steadyocr::cuda {
+
+// How a run's thread waits for its stream to finish (STEADYOCR_CUDA_SYNC=auto|spin|block). Spinning
+// (cudaStreamSynchronize under the runtime's default schedule with one context) sees the end a few microseconds
+// sooner but holds a core for the whole wait; blocking sleeps on an event until the device signals it. With many
+// images in flight the spinning waits took the cores their host stages (decode, crops, resizes) needed. auto: a run
+// spins while no other run of the device waits, and blocks while one does.
+enum class SyncWait { kAuto = 0, kSpin = 1, kBlock = 2 };
+
+inline const char* sync_wait_name(SyncWait w) {
+  return w == SyncWait::kSpin ? "spin" : w == SyncWait::kBlock ? "block" : "auto";
+}
+// "auto|spin|block"; false on anything else.
+inline bool parse_sync_wait(const char* s, SyncWait* out) {
+  for (SyncWait w : {SyncWait::kAuto, SyncWait::kSpin, SyncWait::kBlock}) {
+    if (s && std::strcmp(s, sync_wait_name(w)) == 0) {
+      *out = w;
+      return true;
+    }
+  }
+  return false;
+}
 
 struct BackendConfig {
   std::string precision = "fp32";  // "fp32" or "fp16" (reduced precision chosen per layer)
@@ -37,6 +59,7 @@ struct BackendConfig {
   // enqueue eagerly, capture or plan, not while a CUDA graph replays (STEADYOCR_CUDA_CUDNN_HANDLES=N). On the H200
   // with 16 images in flight 4, 8 and 32 ran within 1 % of each other (docs/BENCHMARKS.md).
   int cudnn_handles = 8;
+  SyncWait sync_wait = SyncWait::kAuto;  // how runs wait for their stream (above)
 };
 
 // The C form of `c`; its strings point into `c`, which must outlive the result.
@@ -56,6 +79,7 @@ inline SoBackendConfig to_abi(const BackendConfig& c) {
   a.own_arenas = c.own_arenas ? 1 : 0;
   a.profile_ops = c.profile_ops;
   a.cudnn_handles = c.cudnn_handles;
+  a.sync_wait = static_cast<int>(c.sync_wait);
   return a;
 }
 
@@ -74,6 +98,7 @@ inline BackendConfig from_abi(const SoBackendConfig& a) {
   c.own_arenas = a.own_arenas != 0;
   c.profile_ops = a.profile_ops;
   c.cudnn_handles = a.cudnn_handles > 0 ? a.cudnn_handles : 8;
+  c.sync_wait = a.sync_wait == 1 ? SyncWait::kSpin : a.sync_wait == 2 ? SyncWait::kBlock : SyncWait::kAuto;
   return c;
 }
 

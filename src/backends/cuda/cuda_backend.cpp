@@ -81,6 +81,7 @@ Result<std::unique_ptr<CudaBackend>> CudaBackend::create(const BackendConfig& co
   SO_GPU_CHECK(cudaSetDevice(device));
   SO_GPU_CHECK(cudaFree(nullptr));  // creates the context now, so failures surface here
   st->device = std::make_shared<CudaDevice>(device, mem_budget_bytes, static_cast<size_t>(config.cudnn_handles));
+  st->device->set_sync_wait(config.sync_wait);
   // A server that will run N requests at once asks for its lanes and some mapped memory at startup (the worker
   // passes config.lanes): creating them on the first requests serialises those requests on the driver's and
   // cuDNN's locks.

@@ -41,6 +41,7 @@ void destroy_lane(Lane* lane) {
   for (auto& e : lane->events) {
     if (e) SO_GPU_TRY(cudaEventDestroy(e));
   }
+  if (lane->done) SO_GPU_TRY(cudaEventDestroy(lane->done));
   if (lane->stream) SO_GPU_TRY(cudaStreamDestroy(lane->stream));
   *lane = Lane{};
 }
@@ -419,6 +420,9 @@ Result<Lane> CudaDevice::acquire_lane(int wait_ms) {
     ce = cudaEventCreate(&e);
     if (ce != cudaSuccess) return fail(gpu_status(ce, "cudaEventCreate", __FILE__, __LINE__));
   }
+  ce = cudaEventCreateWithFlags(&lane.done, cudaEventBlockingSync | cudaEventDisableTiming);
+  if (ce != cudaSuccess)
+    return fail(gpu_status(ce, "cudaEventCreateWithFlags(cudaEventBlockingSync)", __FILE__, __LINE__));
   cublasStatus_t cs = cublasCreate(&lane.cublas);
   if (cs != CUBLAS_STATUS_SUCCESS) return fail(gpu_status(cs, "cublasCreate(&lane.cublas)", __FILE__, __LINE__));
   // cublasSetStream resets the workspace to cuBLAS's own pool, so the workspace is set after it.
@@ -432,6 +436,26 @@ Result<Lane> CudaDevice::acquire_lane(int wait_ms) {
   std::lock_guard<std::mutex> lock(mu_);
   ++lanes_out_;
   return lane;
+}
+
+Status CudaDevice::wait_lane(const Lane& lane) {
+  const int others = waiting_.fetch_add(1, std::memory_order_acq_rel);
+  struct Leave {
+    std::atomic<int>& n;
+    ~Leave() { n.fetch_sub(1, std::memory_order_acq_rel); }
+  } leave{waiting_};
+  const bool block = lane.done && (sync_wait_ == SyncWait::kBlock || (sync_wait_ == SyncWait::kAuto && others > 0));
+  Stopwatch sw;
+  if (block) {
+    SO_GPU_CHECK(cudaEventRecord(lane.done, lane.stream));
+    SO_GPU_CHECK(cudaEventSynchronize(lane.done));
+  } else {
+    SO_GPU_CHECK(cudaStreamSynchronize(lane.stream));
+  }
+  const char* mode = block ? "block" : "spin";
+  metrics::inc("steadyocr_cuda_stream_waits_total", {{"mode", mode}});
+  metrics::inc("steadyocr_cuda_stream_wait_ms_total", {{"mode", mode}}, sw.elapsed_ms());
+  return Status::ok();
 }
 
 CudnnLease& CudnnLease::operator=(CudnnLease&& o) noexcept {

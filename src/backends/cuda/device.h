@@ -6,6 +6,7 @@
 #include <cuda_runtime_api.h>
 #include <cudnn.h>
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -16,6 +17,7 @@
 #include <tuple>
 #include <vector>
 
+#include "backends/cuda/backend_config.h"
 #include "core/status.h"
 #include "core/tensor.h"
 
@@ -105,6 +107,7 @@ struct Lane {
   DeviceMemoryPtr cublas_workspace;
   cudaStream_t stream = nullptr;
   cudaEvent_t events[4] = {nullptr, nullptr, nullptr, nullptr};  // before h2d, compute, d2h, and after d2h
+  cudaEvent_t done = nullptr;  // blocking-sync event a run waits on when it does not spin (SyncWait)
 };
 
 class CudaDevice;
@@ -188,6 +191,13 @@ class CudaDevice {
   Result<Arena> acquire_arena(size_t bytes, uint64_t prefer, int wait_ms = 30000);
   void release_arena(Arena arena);
 
+  // Waits until everything enqueued on `lane` so far has run, spinning or sleeping as the device's SyncWait says
+  // (auto: sleeps while another run of this device is waiting too). Counted per mode
+  // (steadyocr_cuda_stream_waits_total, steadyocr_cuda_stream_wait_ms_total).
+  Status wait_lane(const Lane& lane);
+  void set_sync_wait(SyncWait w) { sync_wait_ = w; }
+  SyncWait sync_wait() const { return sync_wait_; }
+
   // Exact problem first; else the choice made for the same layer at another spatial size (`family`), which the
   // caller verifies with a workspace query before use.
   bool find_algo(const ConvAlgoKey& key, ConvAlgoChoice* out) const;
@@ -221,6 +231,8 @@ class CudaDevice {
   size_t arenas_making_ = 0;  // arenas being allocated now (outside the lock)
   uint64_t next_arena_id_ = 1;
   std::condition_variable arena_freed_;
+  SyncWait sync_wait_ = SyncWait::kAuto;
+  std::atomic<int> waiting_{0};  // runs in wait_lane now
   std::map<ConvAlgoKey, ConvAlgoChoice> algos_;
   std::map<std::string, ConvAlgoChoice> algo_families_;
 };

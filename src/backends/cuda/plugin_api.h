@@ -20,7 +20,7 @@
 extern "C" {
 #endif
 
-#define STEADYOCR_PLUGIN_API_VERSION 3u
+#define STEADYOCR_PLUGIN_API_VERSION 4u
 #define STEADYOCR_PLUGIN_INIT_SYMBOL "steadyocr_backend_init"
 
 /* What the plugin was compiled against. */
@@ -76,6 +76,7 @@ typedef struct SoBackendConfig {
   int own_arenas;             /* 1: each plan keeps an activation arena of its own (not leased per run) */
   int profile_ops;            /* runs > 0: time every step on the device, log per op kind every that many runs */
   int cudnn_handles;          /* cuDNN handles the device makes at most, leased per enqueue (not per lane) */
+  int sync_wait;              /* how runs wait for their stream: 0 auto, 1 spin, 2 block */
 } SoBackendConfig;
 
 typedef struct SteadyocrPluginApi {

@@ -479,7 +479,7 @@ Status CudaPreparedGraph::run_once(const std::vector<Tensor>& inputs, std::vecto
   }
   SO_GPU_CHECK(cudaEventRecord(lane_->events[3], lane_->stream));
   Stopwatch syncing;
-  SO_GPU_CHECK(cudaStreamSynchronize(lane_->stream));
+  RETURN_IF_ERROR(state_->device->wait_lane(*lane_));
   profile_.sync_ms = syncing.elapsed_ms();
   staging_.clear();
   record_stage_times();
