@@ -239,6 +239,22 @@ std::vector<OpCase> make_cases() {
       "Conv_k5_s21_g16_dw_pad2222",
       {.c = 16, .h = 12, .w = 9, .m = 16, .kh = 5, .kw = 5, .group = 16, .strides = {2, 1}, .pads = {2, 2, 2, 2}}));
   v.push_back(conv_case("Conv_k3_s12_g8_dw_pad1111", {.group = 8, .strides = {1, 2}}));
+  // Depthwise planes wider and taller than one tile of the CUDA backends' tiled kernel (32 columns, up to 16 rows),
+  // with the edges of the last tiles inside the picture, strides and asymmetric pads.
+  v.push_back(conv_case("Conv_k5_g6_dw_tiles_37x83_hardswish", {.n = 2,
+                                                                .c = 6,
+                                                                .h = 37,
+                                                                .w = 83,
+                                                                .m = 6,
+                                                                .kh = 5,
+                                                                .kw = 5,
+                                                                .group = 6,
+                                                                .pads = {2, 2, 2, 2},
+                                                                .act = Activation::hard_swish()}));
+  v.push_back(
+      conv_case("Conv_k3_s2_g5_dw_tiles_41x70", {.c = 5, .h = 41, .w = 70, .m = 5, .group = 5, .strides = {2, 2}}));
+  v.push_back(conv_case("Conv_k3_s21_g4_dw_tiles_pad0120",
+                        {.c = 4, .h = 19, .w = 45, .m = 4, .group = 4, .strides = {2, 1}, .pads = {0, 1, 2, 0}}));
   v.push_back(conv_case("Conv_k3_s1_pad1012_asym", {.pads = {1, 0, 1, 2}}));
   v.push_back(
       conv_case("Conv_k3_s2_pad0120_asym_stride2", {.h = 10, .w = 11, .strides = {2, 2}, .pads = {0, 1, 2, 0}}));

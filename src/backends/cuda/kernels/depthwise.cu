@@ -1,8 +1,11 @@
-// Depthwise convolution (one filter per channel), one thread per output, fp32 accumulation. Memory-bound; needs
-// no per-shape planning (cuDNN builds an execution plan on the first call of every new shape). The epilogue (bias,
-// activation, affine: DwEpilogue) runs in the same thread where its operands are per channel, and the index
-// arithmetic is 32-bit below 2^31 outputs: on the recogniser's [6,240,12,80] 5x5 layers a separate epilogue launch
-// and 64-bit divisions were most of the step's time.
+// Depthwise convolution (one filter per channel), fp32 accumulation: a tiled kernel for the 3x3 and 5x5 filters the
+// models use (below), and one thread per output for any other geometry. Neither needs per-shape planning (cuDNN
+// builds an execution plan on the first call of every new shape). The epilogue (bias, activation, affine:
+// DwEpilogue) runs in the same thread where its operands are per channel, and the index arithmetic is 32-bit below
+// 2^31 outputs: on the recogniser's [6,240,12,80] 5x5 layers a separate epilogue launch and 64-bit divisions were
+// most of the step's time.
+#include <algorithm>
+
 #include "backends/cuda/kernels/common.cuh"
 
 namespace steadyocr::cuda::k {
@@ -46,6 +49,83 @@ __global__ void depthwise_kernel(const __grid_constant__ DepthwiseParams p, I to
   }
 }
 
+// The tiled kernel (3x3 and 5x5 filters, strides 1-2, no dilation: every depthwise layer of the PP-OCR models). A
+// block computes a tile of one plane (n, c): kTileCols columns by kRowGroups groups of `rows` consecutive rows (1-4,
+// chosen per layer so that short planes waste few threads). The tile's input with its halo is read once into shared
+// memory as floats (zeros outside the picture) and the filter once into registers; each output then takes KH x KW
+// fused multiply-adds from shared memory, in the order of depthwise_kernel (rows, then columns; a tap outside the
+// picture adds 0), so the values are the same. The one-thread-per-output kernel re-read every tap and the filter
+// from global memory with bounds checks and three divisions per output: 0.28 ms for a [48,240,12,80] 5x5 layer on the
+// H100 in fp32 and fp16 alike (docs/BENCHMARKS.md).
+constexpr int kTileCols = 32, kRowGroups = 4, kTileThreads = kTileCols * kRowGroups, kMaxRows = 4;
+constexpr int kMaxTileStride = 2;
+
+template <typename T, typename I, int KH, int KW, bool kFused>
+__global__ void __launch_bounds__(kTileThreads)
+    depthwise_tiled_kernel(const __grid_constant__ DepthwiseParams p, int rows, int tiles_x, int tiles_y) {
+  extern __shared__ float tile[];
+  const int tiles = tiles_x * tiles_y;
+  const I plane = static_cast<I>(blockIdx.x / static_cast<unsigned>(tiles));  // n * C + c
+  const int t = static_cast<int>(blockIdx.x - static_cast<unsigned>(plane) * static_cast<unsigned>(tiles));
+  const int tile_y = t / tiles_x, tile_x = t - tile_y * tiles_x;
+  const int out_rows = kRowGroups * rows;
+  const int oy0 = tile_y * out_rows, ox0 = tile_x * kTileCols;
+  const int in_rows = (out_rows - 1) * p.sh + KH, in_cols = (kTileCols - 1) * p.sw + KW;
+  const int iy0 = oy0 * p.sh - p.pad_t, ix0 = ox0 * p.sw - p.pad_l;
+  const T* src = static_cast<const T*>(p.x) + plane * static_cast<I>(p.h) * static_cast<I>(p.w_in);
+  for (int k = threadIdx.x; k < in_rows * in_cols; k += kTileThreads) {
+    const int r = k / in_cols, col = k - r * in_cols;
+    const int iy = iy0 + r, ix = ix0 + col;
+    tile[k] = iy >= 0 && iy < p.h && ix >= 0 && ix < p.w_in ? to_f(src[static_cast<I>(iy) * p.w_in + ix]) : 0.f;
+  }
+  const int c = static_cast<int>(plane % static_cast<I>(p.c));
+  const T* wp = static_cast<const T*>(p.w) + c * (KH * KW);
+  float f[KH * KW];
+#pragma unroll
+  for (int k = 0; k < KH * KW; ++k) f[k] = to_f(wp[k]);
+  __syncthreads();
+  const int tx = static_cast<int>(threadIdx.x) % kTileCols, group = static_cast<int>(threadIdx.x) / kTileCols;
+  const int ox = ox0 + tx;
+  if (ox >= p.ow) return;
+  const I out_plane = plane * static_cast<I>(p.oh) * static_cast<I>(p.ow);
+  for (int r = 0; r < rows; ++r) {
+    const int ly = group * rows + r, oy = oy0 + ly;
+    if (oy >= p.oh) break;
+    const float* in = tile + ly * p.sh * in_cols + tx * p.sw;
+    float acc = 0.f;
+#pragma unroll
+    for (int ky = 0; ky < KH; ++ky) {
+#pragma unroll
+      for (int kx = 0; kx < KW; ++kx) acc = fmaf(in[ky * in_cols + kx], f[ky * KW + kx], acc);
+    }
+    const I i = out_plane + static_cast<I>(oy) * static_cast<I>(p.ow) + static_cast<I>(ox);
+    if constexpr (kFused) {
+      store_from_float(p.epi.out, p.epi.out_dt, i, apply_channel_epilogue(p.epi, to_f(from_f<T>(acc)), c));
+    } else {
+      static_cast<T*>(p.y)[i] = from_f<T>(acc);
+    }
+  }
+}
+
+// The tiled kernel's launch for KH x KW; false when the layer is not one it takes (the caller runs depthwise_kernel).
+template <int KH, int KW>
+bool launch_tiled(const DepthwiseParams& p, bool narrow, cudaStream_t stream) {
+  if (p.kh != KH || p.kw != KW || p.dil_h != 1 || p.dil_w != 1) return false;
+  if (p.sh < 1 || p.sw < 1 || p.sh > kMaxTileStride || p.sw > kMaxTileStride) return false;
+  const int rows = std::min(kMaxRows, std::max(1, (p.oh + kRowGroups - 1) / kRowGroups));
+  const int tiles_y = (p.oh + kRowGroups * rows - 1) / (kRowGroups * rows);
+  const int tiles_x = (p.ow + kTileCols - 1) / kTileCols;
+  const int64_t blocks = static_cast<int64_t>(p.n) * p.c * tiles_x * tiles_y;
+  if (blocks <= 0 || blocks >= (int64_t{1} << 31)) return false;
+  const size_t shared =
+      sizeof(float) * static_cast<size_t>((kRowGroups * rows - 1) * p.sh + KH) * ((kTileCols - 1) * p.sw + KW);
+  dispatch_conv_kernel(p.dt, narrow, p.epi.n_instrs > 0, [&](auto t, auto i, auto fused) {
+    depthwise_tiled_kernel<decltype(t), decltype(i), KH, KW, fused.value>
+        <<<static_cast<unsigned>(blocks), kTileThreads, shared, stream>>>(p, rows, tiles_x, tiles_y);
+  });
+  return true;
+}
+
 }  // namespace
 
 cudaError_t launch_depthwise(const DepthwiseParams& p, cudaStream_t stream) {
@@ -53,12 +133,12 @@ cudaError_t launch_depthwise(const DepthwiseParams& p, cudaStream_t stream) {
   if (total <= 0) return cudaSuccess;
   // The input is as large as the output times the stride, at most: 32-bit offsets hold for both below 2^31.
   const int64_t in_total = static_cast<int64_t>(p.n) * p.c * p.h * p.w_in;
-  dispatch_conv_kernel(p.dt, fits_u32(total) && fits_u32(in_total), p.epi.n_instrs > 0,
-                       [&](auto t, auto i, auto fused) {
-                         using I = decltype(i);
-                         depthwise_kernel<decltype(t), I, fused.value>
-                             <<<blocks_for(total), kThreads, 0, stream>>>(p, static_cast<I>(total));
-                       });
+  const bool narrow = fits_u32(total) && fits_u32(in_total);
+  if (launch_tiled<3, 3>(p, narrow, stream) || launch_tiled<5, 5>(p, narrow, stream)) return cudaGetLastError();
+  dispatch_conv_kernel(p.dt, narrow, p.epi.n_instrs > 0, [&](auto t, auto i, auto fused) {
+    using I = decltype(i);
+    depthwise_kernel<decltype(t), I, fused.value><<<blocks_for(total), kThreads, 0, stream>>>(p, static_cast<I>(total));
+  });
   return cudaGetLastError();
 }
 
