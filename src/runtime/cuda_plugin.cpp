@@ -256,32 +256,56 @@ bool parse_cuda_backend_name(const std::string& name, std::string* precision, bo
   return false;
 }
 
-cuda::BackendConfig cuda_backend_config(const std::string& precision, size_t memory_budget_bytes, int device) {
-  static const cuda::BackendConfig overrides = [] {
-    auto is = [](const char* name, std::initializer_list<const char*> values) {
-      const char* v = std::getenv(name);
-      if (!v) return false;
-      for (const char* x : values) {
-        if (std::string(v) == x) return true;
-      }
-      return false;
-    };
-    cuda::BackendConfig c;
-    c.debug_sync = is("STEADYOCR_CUDA_DEBUG_SYNC", {"1"});
-    c.own_conv = !is("STEADYOCR_CUDA_OWN_CONV", {"0"});
-    c.cudnn = !is("STEADYOCR_CUDA_CUDNN", {"0", "off", "false"});
-    c.cuda_graphs = !is("STEADYOCR_CUDA_GRAPHS", {"0", "off", "false"});
-    c.calibrate = !is("STEADYOCR_CUDA_CALIBRATE", {"0", "off", "false"});
-    c.own_arenas = is("STEADYOCR_CUDA_ARENAS", {"per-plan"});
-    if (const char* n = std::getenv("STEADYOCR_CUDA_PROFILE_OPS")) c.profile_ops = std::max(0, std::atoi(n));
-    if (const char* n = std::getenv("STEADYOCR_CUDA_CUDNN_HANDLES"); n && std::atoi(n) > 0)
-      c.cudnn_handles = std::min(256, std::atoi(n));
-    if (const char* f = std::getenv("STEADYOCR_CUDA_FAULT")) c.fault_spec = f;
-    if (const char* w = std::getenv("STEADYOCR_CUDA_SYNC"); w && !cuda::parse_sync_wait(w, &c.sync_wait)) {
-      log::warn("cuda", "STEADYOCR_CUDA_SYNC={} is not one of auto, spin, block; using auto", w);
+cuda::BackendConfig cuda_environment_overrides() {
+  // A documented switch: 1/on/true or 0/off/false. A value it does not know is named in a warning and the default
+  // stays (a typo must not silently leave a debugging switch off, or a comparison's variant unchanged).
+  auto flag = [](const char* name, bool def) {
+    const char* v = std::getenv(name);
+    if (!v) return def;
+    const std::string s(v);
+    if (s == "1" || s == "on" || s == "true") return true;
+    if (s == "0" || s == "off" || s == "false") return false;
+    log::warn("cuda", "{}={} is not one of 1, on, true, 0, off, false; keeping the default ({})", name, s,
+              def ? "on" : "off");
+    return def;
+  };
+  // A count: a whole number in [lo, hi]; anything else is named in a warning and the default stays.
+  auto count = [](const char* name, int def, int lo, int hi) {
+    const char* v = std::getenv(name);
+    if (!v) return def;
+    char* end = nullptr;
+    const long n = std::strtol(v, &end, 10);
+    if (end == v || *end != '\0' || n < lo || n > hi) {
+      log::warn("cuda", "{}={} is not a whole number from {} to {}; keeping the default ({})", name, v, lo, hi, def);
+      return def;
     }
-    return c;
-  }();
+    return static_cast<int>(n);
+  };
+  cuda::BackendConfig c;
+  c.debug_sync = flag("STEADYOCR_CUDA_DEBUG_SYNC", c.debug_sync);
+  c.own_conv = flag("STEADYOCR_CUDA_OWN_CONV", c.own_conv);
+  c.cudnn = flag("STEADYOCR_CUDA_CUDNN", c.cudnn);
+  c.cuda_graphs = flag("STEADYOCR_CUDA_GRAPHS", c.cuda_graphs);
+  c.calibrate = flag("STEADYOCR_CUDA_CALIBRATE", c.calibrate);
+  if (const char* a = std::getenv("STEADYOCR_CUDA_ARENAS")) {
+    const std::string s(a);
+    if (s == "per-plan" || s == "leased") {
+      c.own_arenas = s == "per-plan";
+    } else {
+      log::warn("cuda", "STEADYOCR_CUDA_ARENAS={} is not one of per-plan, leased; runs lease arenas (the default)", s);
+    }
+  }
+  c.profile_ops = count("STEADYOCR_CUDA_PROFILE_OPS", c.profile_ops, 0, 1 << 30);
+  c.cudnn_handles = count("STEADYOCR_CUDA_CUDNN_HANDLES", c.cudnn_handles, 1, 256);
+  if (const char* f = std::getenv("STEADYOCR_CUDA_FAULT")) c.fault_spec = f;
+  if (const char* w = std::getenv("STEADYOCR_CUDA_SYNC"); w && !cuda::parse_sync_wait(w, &c.sync_wait)) {
+    log::warn("cuda", "STEADYOCR_CUDA_SYNC={} is not one of auto, spin, block; using auto", w);
+  }
+  return c;
+}
+
+cuda::BackendConfig cuda_backend_config(const std::string& precision, size_t memory_budget_bytes, int device) {
+  static const cuda::BackendConfig overrides = cuda_environment_overrides();
   cuda::BackendConfig c = overrides;
   c.precision = precision;
   c.memory_budget_bytes = memory_budget_bytes;

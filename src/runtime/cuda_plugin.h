@@ -72,10 +72,12 @@ Status check_plugin_api(const SteadyocrPluginApi* api, const std::string& path);
 // im2col/col2im + cuBLAS). False for any other name.
 bool parse_cuda_backend_name(const std::string& name, std::string* precision, bool* cudnn);
 
+// The STEADYOCR_CUDA_* switches (docs/FAULTS.md, "Settings of the CUDA backend") read from the environment now, on
+// a default config: on/off switches take 1/on/true and 0/off/false, counts a whole number in range; any other value
+// is named in a warning and the default stays.
+cuda::BackendConfig cuda_environment_overrides();
 // The configuration of a CUDA backend ("fp32" or "fp16") on `device` with a memory budget (0 = none), with the
-// documented overrides from the environment, read once per process (docs/FAULTS.md, "Settings of the CUDA
-// backend"): STEADYOCR_CUDA_FAULT, STEADYOCR_CUDA_DEBUG_SYNC=1, STEADYOCR_CUDA_OWN_CONV=0, STEADYOCR_CUDA_GRAPHS=0,
-// STEADYOCR_CUDA_CALIBRATE=0. The plugin itself reads no environment.
+// overrides above read once per process. The plugin itself reads no environment.
 cuda::BackendConfig cuda_backend_config(const std::string& precision, size_t memory_budget_bytes = 0, int device = 0);
 
 // Creates a CUDA backend as `config` says, through the loaded plugin.

@@ -246,6 +246,72 @@ TEST(CudaPluginChoice, TheEnvironmentVariablePinsOrSearches) {
   }
 }
 
+// Sets (or unsets, for null) one environment variable for a scope.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    const char* old = std::getenv(name);
+    had_ = old != nullptr;
+    if (old) saved_ = old;
+    if (value) {
+      setenv(name, value, 1);
+    } else {
+      unsetenv(name);
+    }
+  }
+  ~ScopedEnv() {
+    if (had_) {
+      setenv(name_.c_str(), saved_.c_str(), 1);
+    } else {
+      unsetenv(name_.c_str());
+    }
+  }
+
+ private:
+  std::string name_;
+  bool had_ = false;
+  std::string saved_;
+};
+
+// The STEADYOCR_CUDA_* switches: every spelling of on and off is taken, and a value a switch does not know keeps its
+// default and is named in a warning (before, OWN_CONV=off or DEBUG_SYNC=true were silently ignored).
+TEST(CudaPlugin, EnvironmentSwitchesTakeOnOffAndNameWhatTheyDoNotKnow) {
+  const cuda::BackendConfig defaults;
+  {
+    ScopedEnv a("STEADYOCR_CUDA_DEBUG_SYNC", "true"), b("STEADYOCR_CUDA_OWN_CONV", "off"),
+        c("STEADYOCR_CUDA_CUDNN", "0"), d("STEADYOCR_CUDA_GRAPHS", "false"), e("STEADYOCR_CUDA_CALIBRATE", "on"),
+        f("STEADYOCR_CUDA_ARENAS", "per-plan"), g("STEADYOCR_CUDA_PROFILE_OPS", "40"),
+        h("STEADYOCR_CUDA_CUDNN_HANDLES", "4"), i("STEADYOCR_CUDA_SYNC", "block");
+    const cuda::BackendConfig o = runtime::cuda_environment_overrides();
+    EXPECT_TRUE(o.debug_sync);
+    EXPECT_FALSE(o.own_conv);
+    EXPECT_FALSE(o.cudnn);
+    EXPECT_FALSE(o.cuda_graphs);
+    EXPECT_TRUE(o.calibrate);
+    EXPECT_TRUE(o.own_arenas);
+    EXPECT_EQ(o.profile_ops, 40);
+    EXPECT_EQ(o.cudnn_handles, 4);
+    EXPECT_EQ(o.sync_wait, cuda::SyncWait::kBlock);
+  }
+  {
+    ScopedEnv a("STEADYOCR_CUDA_GRAPHS", "maybe"), b("STEADYOCR_CUDA_CUDNN_HANDLES", "lots"),
+        c("STEADYOCR_CUDA_PROFILE_OPS", "-3"), d("STEADYOCR_CUDA_ARENAS", "shared"), e("STEADYOCR_CUDA_SYNC", "yield");
+    ::testing::internal::CaptureStderr();
+    const cuda::BackendConfig o = runtime::cuda_environment_overrides();
+    const std::string err = ::testing::internal::GetCapturedStderr();
+    EXPECT_EQ(o.cuda_graphs, defaults.cuda_graphs);
+    EXPECT_EQ(o.cudnn_handles, defaults.cudnn_handles);
+    EXPECT_EQ(o.profile_ops, defaults.profile_ops);
+    EXPECT_EQ(o.own_arenas, defaults.own_arenas);
+    EXPECT_EQ(o.sync_wait, defaults.sync_wait);
+    for (const char* named :
+         {"STEADYOCR_CUDA_GRAPHS=maybe", "STEADYOCR_CUDA_CUDNN_HANDLES=lots", "STEADYOCR_CUDA_PROFILE_OPS=-3",
+          "STEADYOCR_CUDA_ARENAS=shared", "STEADYOCR_CUDA_SYNC=yield"}) {
+      EXPECT_NE(err.find(named), std::string::npos) << named << " not named in: " << err;
+    }
+  }
+}
+
 // Whatever this machine has, the registry and the loader agree, and a missing piece is explained.
 TEST(CudaPlugin, StatusExplainsAvailability) {
   const auto& st = runtime::cuda_plugin_status();
