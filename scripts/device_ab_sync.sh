@@ -30,17 +30,11 @@ VARIANTS=${VARIANTS:-base auto spin block}
 ROUNDS=${ROUNDS:-2}
 CONCS=${CONCS:-default 1}
 REPEAT=${REPEAT:-3}
-REPO=$PWD
 OUT=${OUT:-/tmp/ab_sync_out}
 W=/tmp/ab_sync
-rm -rf "$W" /tmp/bundle && mkdir -p "$W" "$OUT"
-tar xzf .devbundle/bundle.tgz -C /tmp || exit 2
-B=/tmp/bundle
-F=$B/files
-S=$OUT/summary.txt
-want() { [[ " $STEPS " == *" $1 "* ]]; }
-echo "# device_ab_sync $(date -u +%Y-%m-%dT%H:%M:%SZ); $(nvidia-smi --query-gpu=name,driver_version \
-  --format=csv,noheader 2>/dev/null); $(nproc) cores" | tee -a "$S"
+# shellcheck source=scripts/device_lib.sh
+. "$(dirname "$0")/device_lib.sh"
+device_begin device_ab_sync "$W" "$OUT"
 
 # The command line of a variant: base runs its own binary and plugin; the others this build with a sync mode.
 variant_cmd() {

@@ -13,17 +13,11 @@ STEPS=${STEPS:-tests soak ort}
 SOAK_BACKEND=${SOAK_BACKEND:-cuda-fp16}
 SOAK_REPEAT=${SOAK_REPEAT:-250}
 ORT_SETS=${ORT_SETS:-synth-dev}
-REPO=$PWD
 OUT=${OUT:-/tmp/checks_out}
 W=/tmp/checks
-rm -rf "$W" /tmp/bundle && mkdir -p "$W" "$OUT"
-tar xzf .devbundle/bundle.tgz -C /tmp || exit 2
-B=/tmp/bundle
-F=$B/files
-S=$OUT/summary.txt
-want() { [[ " $STEPS " == *" $1 "* ]]; }
-echo "# device_checks $(date -u +%Y-%m-%dT%H:%M:%SZ); $(nvidia-smi --query-gpu=name,driver_version \
-  --format=csv,noheader 2>/dev/null); $(nproc) cores" | tee -a "$S"
+# shellcheck source=scripts/device_lib.sh
+. "$(dirname "$0")/device_lib.sh"
+device_begin device_checks "$W" "$OUT"
 
 if want tests; then
   (cd $B && STEADYOCR_MODELS=$F/models STEADYOCR_SHARED_DATA=$F STEADYOCR_TEST_DATA=$REPO/tests/data \

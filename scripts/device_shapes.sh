@@ -15,17 +15,11 @@ SETS=${SETS:-synth-dev sroie-dev}
 BACKENDS=${BACKENDS:-cuda-fp32 cuda-fp16}
 REPEAT=${REPEAT:-3}
 EXTRA=${EXTRA:-}
-REPO=$PWD
 OUTDIR=${OUT:-/tmp/shapes_out}
 W=/tmp/shapes
-rm -rf "$W" /tmp/bundle && mkdir -p "$W" "$OUTDIR"
-tar xzf .devbundle/bundle.tgz -C /tmp || exit 2
-B=/tmp/bundle
-F=$B/files
-S=$OUTDIR/summary.txt
-want() { [[ " $STEPS " == *" $1 "* ]]; }
-echo "# device_shapes $(date -u +%Y-%m-%dT%H:%M:%SZ); $(nvidia-smi --query-gpu=name,driver_version \
-  --format=csv,noheader 2>/dev/null); $(nproc) cores; EXTRA='$EXTRA'" | tee -a "$S"
+# shellcheck source=scripts/device_lib.sh
+. "$(dirname "$0")/device_lib.sh"
+device_begin device_shapes "$W" "$OUTDIR" "EXTRA='$EXTRA'"
 
 if want tests; then
   (cd $B && STEADYOCR_MODELS=$F/models STEADYOCR_SHARED_DATA=$F STEADYOCR_TEST_DATA=$REPO/tests/data \
