@@ -3,7 +3,9 @@
 # answered with 8 clients keeping it saturated), then offers twice that for DURATION seconds (at least 16 clients, each
 # at its share of the rate) and checks that every request is answered, sent = ok + rejected, the only 5xx is 503
 # SERVER_BUSY, the p99 of the refusals at a second client beside hey is under 10 ms (at hey, whose goroutines share
-# the cores: under 25 ms), and the RSS stays flat. Writes a summary (and hey's per-request CSV) under OUT_DIR.
+# a core with the connection threads: under 25 ms), and the RSS stays flat. With two cores or more, the OCR work
+# (threads named so-engine) is pinned to the last core and the rest to the others. Writes a summary (and hey's
+# per-request CSV) under OUT_DIR.
 #
 #   scripts/serve_load.sh [BUILD_DIR] [IMAGE]      env: DURATION=30 OUT_DIR=/tmp/serve_load SERVE_ARGS="--backend cpu"
 set -euo pipefail
@@ -30,9 +32,34 @@ for _ in $(seq 1 600); do
 done
 url="http://127.0.0.1:$port/v1/ocr"
 rss() { awk '/VmRSS/ {print $2}' "/proc/$pid/status"; }
+[[ $(cat "/proc/$pid/comm") == steadyocr ]] || { echo "FAIL: the server's process is named '$(cat "/proc/$pid/comm")', not steadyocr"; exit 1; }
+
+# The OCR work gets the last core and everything else the others: the server's threads but its so-engine ones, hey
+# and the second client. Unpinned, the scheduler shares every core among them all, and a refusal's latency is how
+# long its connection thread waits behind the engine and hey's goroutines for a core (p99 11.7-25 ms at times on
+# two cores, while the server's own work for it is under 0.1 ms). Pinned, what is measured is what the bars are
+# about: whether a refusal waits on OCR work, on a connection thread, or on a delayed ACK.
+mapfile -t cpus < <(python3 -c "import os; print('\n'.join(map(str, sorted(os.sched_getaffinity(0)))))")
+pin=()
+if (( ${#cpus[@]} >= 2 )); then
+  engine_cpu=${cpus[-1]}
+  others=$(IFS=,; echo "${cpus[*]:0:${#cpus[@]}-1}")
+  taskset -a -p -c "$others" "$pid" >/dev/null
+  engine_threads=0
+  for task in /proc/"$pid"/task/*; do
+    [[ $(cat "$task/comm" 2>/dev/null) == so-engine ]] || continue
+    taskset -p -c "$engine_cpu" "${task##*/}" >/dev/null
+    engine_threads=$((engine_threads + 1))
+  done
+  (( engine_threads > 0 )) || { echo "FAIL: no thread of the server is named so-engine (core/thread_name.h)"; exit 1; }
+  pin=(taskset -c "$others")
+  echo "pinned: $engine_threads so-engine thread(s) on cpu $engine_cpu; the server's other threads, hey and the second client on cpu $others"
+else
+  echo "not pinned: one cpu (${cpus[*]}); the latency bars then measure the scheduler as much as the server"
+fi
 
 # Capacity: 8 clients for 10 s keep every engine slot busy (the queue holds the rest).
-hey -z 10s -c 8 -m POST -T image/jpeg -D "$image" -o csv "$url" >"$out/capacity.csv"
+"${pin[@]}" hey -z 10s -c 8 -m POST -T image/jpeg -D "$image" -o csv "$url" >"$out/capacity.csv"
 capacity=$(python3 -c "
 import csv,sys
 rows=list(csv.DictReader(open('$out/capacity.csv')))
@@ -47,29 +74,52 @@ clients=$(python3 -c "import math; print(max(16, math.ceil(2*$capacity)))")
 qps=$(python3 -c "import math; print(max(1, math.ceil(2*$capacity/$clients)))")
 (while kill -0 $pid 2>/dev/null; do rss; sleep 2; done) >"$out/rss.txt" &
 sampler=$!
-# A second client beside hey, on one keep-alive connection every 50 ms: the refusal latency without hey's own
-# scheduling (hey's goroutines share the cores with the server).
-python3 - "$port" "$image" "$duration" >"$out/probe.txt" <<'PROBE' &
-import http.client, sys, time
+# A second client beside hey: four keep-alive connections, each sending every 20 ms, so that the p99 rests on a few
+# hundred refusals and not on one stall of the machine (an admitted request holds its connection for ~0.5 s). It
+# measures the refusal latency without hey's own scheduling (hey's goroutines share a core with the server's
+# connection threads).
+"${pin[@]}" python3 - "$port" "$image" "$duration" >"$out/probe.txt" <<'PROBE' &
+import http.client, sys, threading, time
 port, image, duration = int(sys.argv[1]), sys.argv[2], float(sys.argv[3])
 body = open(image, 'rb').read()
-c = http.client.HTTPConnection('127.0.0.1', port)
-time.sleep(2)
-lat = {}
-end = time.time() + duration - 4
-while time.time() < end:
-    t = time.perf_counter()
-    c.request('POST', '/v1/ocr', body, {'Content-Type': 'image/jpeg'})
-    r = c.getresponse(); r.read()
-    lat.setdefault(r.status, []).append((time.perf_counter() - t) * 1000)
-    time.sleep(0.05)
+lat, mu = {}, threading.Lock()
+def probe():
+    c = http.client.HTTPConnection('127.0.0.1', port)
+    time.sleep(1)
+    end = time.time() + duration - 2
+    while time.time() < end:
+        t = time.perf_counter()
+        c.request('POST', '/v1/ocr', body, {'Content-Type': 'image/jpeg'})
+        r = c.getresponse(); r.read()
+        with mu:
+            lat.setdefault(r.status, []).append((time.perf_counter() - t) * 1000)
+        time.sleep(0.02)
+threads = [threading.Thread(target=probe) for _ in range(4)]
+for t in threads: t.start()
+for t in threads: t.join()
 v = sorted(lat.get(503, [])) or [float('nan')]
 print(f"503 latency ms (second client, {len(lat.get(503, []))} refusals): p50 {v[len(v)//2]:.2f} "
       f"p99 {v[min(len(v)-1, int(len(v)*.99))]:.2f} max {v[-1]:.2f}")
 print(f"probe {len(lat.get(503, []))} {v[min(len(v)-1, int(len(v)*.99))]:.3f}")
 PROBE
 prober=$!
-hey -z "${duration}s" -c $clients -q "$qps" -m POST -T image/jpeg -D "$image" -o csv "$url" >"$out/load.csv"
+# hey starts the rate tickers of its clients together, so one hey sends all its clients' requests in the same
+# instant once a second: 35 refusals at once, and the last waits for the 34 before it on the cores. Several hey
+# processes, started a fraction of a second apart, spread the same offered rate over the second, as independent
+# clients would.
+procs=$(( clients < 8 ? clients : 8 ))
+echo "load: $clients clients in $procs hey processes, started 1/$procs s apart"
+rm -f "$out"/load.*.csv
+hey_pids=()
+for ((i = 0; i < procs; i++)); do
+  share=$(( clients / procs + (i < clients % procs ? 1 : 0) ))
+  (sleep "$(python3 -c "print($i / $procs)")"
+   exec "${pin[@]}" hey -z "${duration}s" -c "$share" -q "$qps" -m POST -T image/jpeg -D "$image" -o csv "$url" \
+     >"$out/load.$i.csv") &
+  hey_pids+=($!)
+done
+for p in "${hey_pids[@]}"; do wait "$p"; done
+awk 'FNR > 1 || NR == 1' "$out"/load.*.csv >"$out/load.csv"
 kill $sampler 2>/dev/null || true
 wait $prober || true
 rss_after=$(rss)

@@ -39,7 +39,12 @@ void bound_openmp_spin(int argc, char** argv) {
   const bool bound = spin ? std::strcmp(spin, "bound") == 0 : serve;
   if (!bound) return;
   ::setenv("GOMP_SPINCOUNT", kGompSpinCount, 1);
-  ::execv("/proc/self/exe", argv);
+  // The resolved path, not /proc/self/exe itself: the kernel names a process after the file it executes, and a
+  // server that `ps`, `top` and `pkill steadyocr` know as "exe" is hard to find.
+  char self[4096];
+  const ssize_t n = ::readlink("/proc/self/exe", self, sizeof(self) - 1);
+  if (n > 0) self[n] = '\0';
+  ::execv(n > 0 ? self : "/proc/self/exe", argv);
   std::fprintf(stderr,
                "steadyocr: WARN could not re-execute itself with GOMP_SPINCOUNT=%s (%s): OpenMP threads spin-wait "
                "(slow on busy cores); set GOMP_SPINCOUNT=%s in the environment to avoid this\n",

@@ -8,6 +8,7 @@
 #include "core/log.h"
 #include "core/metrics.h"
 #include "core/parallel.h"
+#include "core/thread_name.h"
 #include "doctor/probes.h"
 #include "runtime/vulkan_plugin.h"
 
@@ -143,7 +144,10 @@ class Lane {
     for (auto& [r, f] : pending_) ladder_.mark_failed(r, f);
     pending_.clear();
     if (options_.reprobe && serving_ != ladder_.rungs().front() && !reprobe_thread_.joinable())
-      reprobe_thread_ = std::thread([this] { reprobe_loop(); });
+      reprobe_thread_ = std::thread([this] {
+        name_this_thread("so-reprobe");
+        reprobe_loop();
+      });
   }
 
   // Reads the jobs down its ladder. `leave`, when given, is asked whenever the ladder serves on a host rung: true
@@ -328,7 +332,10 @@ class Lane {
     }
     ladder_.mark_failed(name, why);
     if (options_.reprobe && !reprobe_thread_.joinable() && name != ladder_.rungs().back()) {
-      reprobe_thread_ = std::thread([this] { reprobe_loop(); });
+      reprobe_thread_ = std::thread([this] {
+        name_this_thread("so-reprobe");
+        reprobe_loop();
+      });
     }
   }
 

@@ -12,6 +12,7 @@
 
 #include "core/log.h"
 #include "core/metrics.h"
+#include "core/thread_name.h"
 #include "engine/wire.h"
 
 extern char** environ;
@@ -162,7 +163,10 @@ Result<std::shared_ptr<Supervisor::Worker>> Supervisor::spawn(std::string* ready
     return why.finding() ? refused.with_finding(*why.finding()) : refused;
   }
   *ready_header = ready->header;
-  readers_.emplace_back([this, w] { reader_loop(w); });
+  readers_.emplace_back([this, w] {
+    name_this_thread("so-reader");
+    reader_loop(w);
+  });
   add_event("worker_started", "pid " + std::to_string(pid));
   return w;
 }

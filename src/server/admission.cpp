@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/metrics.h"
+#include "core/thread_name.h"
 
 namespace steadyocr::server {
 
@@ -28,7 +29,12 @@ int64_t predicted_image_bytes(int64_t width, int64_t height, int det_limit_side)
 Admission::Admission(engine::OcrEngine* engine, AdmissionOptions options) : engine_(engine), options_(options) {
   options_.concurrency = std::max(1, options_.concurrency);
   options_.batch_images = std::max(1, options_.batch_images);
-  for (int i = 0; i < options_.concurrency; ++i) dispatchers_.emplace_back([this] { dispatch_loop(); });
+  // so-engine: the threads that run OCR (and the OpenMP threads they start) are the ones an operator pins or renices.
+  for (int i = 0; i < options_.concurrency; ++i)
+    dispatchers_.emplace_back([this] {
+      name_this_thread("so-engine");
+      dispatch_loop();
+    });
 }
 
 Admission::~Admission() {

@@ -17,6 +17,7 @@
 
 #include "core/log.h"
 #include "core/metrics.h"
+#include "core/thread_name.h"
 #include "server/server.h"
 #include "server/server_metrics.h"
 #include "server/service.h"
@@ -221,7 +222,10 @@ class HttpFront {
   }
 
   void start() {
-    done_ = std::async(std::launch::async, [this] { return http_.listen_after_bind(); });
+    done_ = std::async(std::launch::async, [this] {
+      name_this_thread("so-listen");
+      return http_.listen_after_bind();
+    });
   }
   // Stops accepting; true when every connection thread finished before `until`.
   bool stop(Clock::time_point until) {

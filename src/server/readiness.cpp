@@ -5,6 +5,7 @@
 
 #include "core/log.h"
 #include "core/metrics.h"
+#include "core/thread_name.h"
 #include "core/timer.h"
 #include "engine/result_format.h"
 
@@ -29,7 +30,11 @@ Readiness::~Readiness() {
 void Readiness::start(std::shared_ptr<engine::OcrEngine> engine) {
   std::lock_guard<std::mutex> lock(mu_);
   engine_ = std::move(engine);
-  if (!thread_.joinable()) thread_ = std::thread([this] { probe_loop(); });
+  if (!thread_.joinable())
+    thread_ = std::thread([this] {
+      name_this_thread("so-ready");
+      probe_loop();
+    });
 }
 
 void Readiness::stop() {

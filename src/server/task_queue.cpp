@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "core/thread_name.h"
+
 namespace steadyocr::server {
 
 ElasticTaskQueue::ElasticTaskQueue(size_t min_threads, size_t max_threads)
@@ -33,6 +35,7 @@ void ElasticTaskQueue::shutdown() {
 }
 
 void ElasticTaskQueue::work() {
+  name_this_thread("so-http");
   std::unique_lock<std::mutex> lock(mu_);
   for (;;) {
     ++idle_;

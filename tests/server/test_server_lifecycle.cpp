@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdio>
 #include <fstream>
 #include <mutex>
 #include <set>
@@ -118,9 +119,27 @@ TEST_F(ServerLifecycle, OverloadIsRefusedFastWithRetryAfter) {
   ASSERT_FALSE(t.busy_ms.empty());
   const double median = t.busy_ms[t.busy_ms.size() / 2];
   const double p90 = t.busy_ms[t.busy_ms.size() * 9 / 10];
-  // Measured at the client on a loaded machine (the engine uses every core): the server side is well under this.
-  EXPECT_LT(median, 5.0) << "SERVER_BUSY answers take " << median << " ms (median)";
-  EXPECT_LT(p90, 25.0) << "SERVER_BUSY answers take " << p90 << " ms (p90)";
+  // The server's own time for each refusal (its request log: headers read to response written) has the tight bar.
+  // At the client, the time also counts how long 12 client threads and the server's connection threads wait for a
+  // core that the engine's two threads keep busy (5.4 ms median at times while ctest ran another test beside it,
+  // against under 5 otherwise); its bars catch what a refusal must never wait on: OCR work (an image takes over
+  // 100 ms here) or a delayed ACK (40 ms).
+  std::vector<double> server_ms;
+  std::istringstream lines(s.log());
+  for (std::string line; std::getline(lines, line);) {
+    if (line.empty() || line[0] != '{') continue;
+    const json j = json::parse(line, nullptr, false);
+    if (!j.is_discarded() && j.value("outcome", "") == "SERVER_BUSY" && j.contains("ms"))
+      server_ms.push_back(j["ms"].get<double>());
+  }
+  ASSERT_EQ(server_ms.size(), t.busy_ms.size()) << "every refusal is in the request log";
+  std::sort(server_ms.begin(), server_ms.end());
+  const double server_median = server_ms[server_ms.size() / 2];
+  std::printf("SERVER_BUSY ms: server median %.2f, client median %.2f p90 %.2f (%zu refusals)\n", server_median, median,
+              p90, server_ms.size());
+  EXPECT_LT(server_median, 2.0) << "the server takes " << server_median << " ms to refuse (median)";
+  EXPECT_LT(median, 15.0) << "SERVER_BUSY answers take " << median << " ms at the client (median)";
+  EXPECT_LT(p90, 25.0) << "SERVER_BUSY answers take " << p90 << " ms at the client (p90)";
   auto m = s.client().Get("/metrics");
   ASSERT_TRUE(m);
   EXPECT_GT(metric(m->body, R"(steadyocr_http_requests_total{route="/v1/ocr",status="503",outcome="SERVER_BUSY"})"), 0);
