@@ -275,6 +275,36 @@ TEST(CudaRuntime, CudnnHandlesAreFewerThanLanes) {
   EXPECT_GE(metrics::total("steadyocr_cuda_cudnn_handles_created_total"), 1) << "cuDNN was never used";
 }
 
+// fp16's static precision rules (which nodes keep fp32 for their weights) are worked out once per model: plans of six
+// rec shapes prepared at once scan the weights once, the others wait for that result (each scanning them itself cost
+// 116-131 ms of host time per fp16 warm-up).
+TEST(CudaRuntime, Fp16StaticRulesAreWorkedOutOncePerModel) {
+  SO_REQUIRE_MODELS();
+  SO_CUDA_BACKEND_OR_SKIP(backend, "cuda-fp16");
+  std::vector<graph::Graph> graphs;
+  for (int w : {160, 224, 320, 416, 512, 640}) {
+    auto g = optimized_model(kRecModel, {6, 3, 48, w});
+    ASSERT_TRUE(g.is_ok()) << g.status().to_string();
+    graphs.push_back(std::move(*g));
+  }
+  const double scans = metrics::total("steadyocr_cuda_static_precision_scans_total");
+  std::atomic<int> failures{0};
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < graphs.size(); ++i) {
+    threads.emplace_back([&, i] {
+      auto p = backend->prepare(graphs[i]);
+      if (!p.is_ok()) {
+        std::printf("prepare %zu: %s\n", i, p.status().to_string().c_str());
+        ++failures;
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(failures.load(), 0);
+  EXPECT_EQ(metrics::total("steadyocr_cuda_static_precision_scans_total") - scans, 1)
+      << "six plans of one model scanned its weights more than once";
+}
+
 TEST(CudaRuntime, GraphReplayGivesTheEagerResult) {
   SO_REQUIRE_MODELS();
   SO_CUDA_BACKEND_OR_SKIP(backend, "cuda-fp32");

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <condition_variable>
+#include <future>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -30,8 +31,10 @@ struct BackendState {
   bool cudnn = true;        // false: no convolution through cuDNN (BackendConfig::cudnn)
   std::mutex mu;
   std::map<std::string, std::set<std::string>> f32_nodes;  // model signature -> nodes kept in fp32
-  // model signature -> the static rules' fp32 nodes (static_f32_nodes), worked out by the model's first plan
-  std::map<std::string, std::shared_ptr<const std::set<std::string>>> static_f32;
+  // model signature -> the static rules' fp32 nodes (static_f32_nodes), worked out once by the model's first plan; the
+  // plans that start before it finishes wait for its result (warm-up starts a dozen at once, and each scanning the
+  // weights itself cost 116-131 ms of host time per fp16 warm-up where one scan takes ~13 ms).
+  std::map<std::string, std::shared_future<std::shared_ptr<const std::set<std::string>>>> static_f32;
   // Signatures whose calibration is running: one plan calibrates a model, the plans of its other shapes wait for the
   // result (warm-up plans dozens at once; each calibrating on its own ran fp32 keep-all plans of up to 2.5 GiB).
   std::set<std::string> calibrating;

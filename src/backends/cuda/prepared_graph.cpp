@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <future>
 #include <map>
 #include <numeric>
 
@@ -83,7 +84,10 @@ Status CudaPreparedGraph::init(const graph::Graph& g) {
   PlanOptions opts = plan_options();
   if (state_->precision == Precision::kF16) {
     Stopwatch rules;
-    std::shared_ptr<const std::set<std::string>> static_f32;
+    using Rules = std::shared_ptr<const std::set<std::string>>;
+    std::shared_future<Rules> rules_ready;
+    std::promise<Rules> mine;  // set when this plan is the model's first
+    bool first = false;
     {
       std::lock_guard<std::mutex> lock(state_->mu);
       auto it = state_->f32_nodes.find(signature_);
@@ -92,14 +96,22 @@ Status CudaPreparedGraph::init(const graph::Graph& g) {
         precision_settled_ = true;
       }
       auto st = state_->static_f32.find(signature_);
-      if (st != state_->static_f32.end()) static_f32 = st->second;
+      if (st == state_->static_f32.end()) {
+        first = true;
+        st = state_->static_f32.emplace(signature_, mine.get_future().share()).first;
+      }
+      rules_ready = st->second;
     }
-    if (!static_f32) {
-      static_f32 = std::make_shared<const std::set<std::string>>(static_f32_nodes(graph_));
-      std::lock_guard<std::mutex> lock(state_->mu);
-      state_->static_f32.emplace(signature_, static_f32);
+    if (first) {
+      metrics::inc("steadyocr_cuda_static_precision_scans_total");
+      try {
+        mine.set_value(std::make_shared<const std::set<std::string>>(static_f32_nodes(graph_)));
+      } catch (...) {
+        mine.set_exception(std::current_exception());  // the waiting plans see it too, none waits forever
+        throw;
+      }
     }
-    opts.static_f32 = std::move(static_f32);
+    opts.static_f32 = rules_ready.get();
     metrics::inc("steadyocr_cuda_prepare_ms_total", {{"phase", "static_precision"}}, rules.elapsed_ms());
   } else {
     precision_settled_ = true;
