@@ -1,13 +1,19 @@
 // `steadyocr bench`: images/s and per-stage milliseconds of the whole engine on a set of images, measured the way
 // `ocr` runs them (same flags, same chunks), with the backend that served and every ladder move in the report.
 #include <fmt/format.h>
+#include <sys/resource.h>
+#include <unistd.h>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -53,6 +59,9 @@ constexpr const char* kJsonSchema = R"(--json prints one object:
                     the backend's run, wall). A call shared with other images counts whole for each
   new_shape_ms_per_image  (first_pass_ms - pass_ms_median) / images: what a new shape costs an image on top of
                     its steady cost (planning, algorithm choice, allocation), averaged over the set
+  host_cpu_ms_per_image  CPU time (user + system) of this process and its worker processes over the timed passes,
+                    per image: the host's cost of an image, waits for the device included where they spin
+  host_cpu_cores    the same CPU time / the timed passes' wall: how many of the host's cores were busy on average
   fell_back         true when the ladder stepped down (at startup or during the run): the figures are then
                     not those of the backend asked for
   gpu_memory        GPU rungs only: {after_warmup, end: {in_use, cached, mapped, mapped_peak, device_used,
@@ -205,6 +214,38 @@ void print_gpu_memory(const json& m) {
   }
 }
 
+// CPU time (user + system) of this process and of its worker processes, ms: the direct children still running (from
+// /proc, in clock ticks) and those that ended and were waited for (RUSAGE_CHILDREN).
+double process_tree_cpu_ms() {
+  auto ms = [](const timeval& t) { return t.tv_sec * 1e3 + t.tv_usec / 1e3; };
+  rusage self{}, ended{};
+  ::getrusage(RUSAGE_SELF, &self);
+  ::getrusage(RUSAGE_CHILDREN, &ended);
+  double total = ms(self.ru_utime) + ms(self.ru_stime) + ms(ended.ru_utime) + ms(ended.ru_stime);
+  const double tick_ms = 1000.0 / static_cast<double>(std::max(1L, ::sysconf(_SC_CLK_TCK)));
+  const long me = static_cast<long>(::getpid());
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc", ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.empty() || !std::all_of(name.begin(), name.end(), [](unsigned char c) { return std::isdigit(c); }))
+      continue;
+    std::ifstream f(entry.path() / "stat");
+    std::string stat((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    const size_t close = stat.rfind(')');  // the command name may hold spaces and parentheses
+    if (close == std::string::npos) continue;
+    std::istringstream fields(stat.substr(close + 1));
+    std::string state;
+    long ppid = 0;
+    fields >> state >> ppid;
+    if (ppid != me) continue;
+    std::string skip;
+    for (int i = 0; i < 9; ++i) fields >> skip;  // pgrp .. cmajflt (fields 5-13)
+    double utime = 0, stime = 0;
+    if (fields >> utime >> stime) total += (utime + stime) * tick_ms;
+  }
+  return total;
+}
+
 void print_table(const json& r) {
   std::printf("steadyocr bench: %d images, %d warm-up + %d timed passes, backend %s, %d threads\n",
               r["images"].get<int>(), r["warmup"].get<int>(), r["passes"].get<int>(),
@@ -222,6 +263,8 @@ void print_table(const json& r) {
               r["images_per_s_best"].get<double>());
   std::printf("%-18s %10.1f ms   (+%.2f ms per image over a steady pass: input shapes new to the engine)\n",
               "first pass", r["first_pass_ms"].get<double>(), r["new_shape_ms_per_image"].get<double>());
+  std::printf("%-18s %10.1f ms per image   (%.2f cores busy on average: this process and its workers)\n", "host CPU",
+              r["host_cpu_ms_per_image"].get<double>(), r["host_cpu_cores"].get<double>());
   std::printf("\n%-18s %10s %10s %10s %10s   %s   (%d samples; first pass: %d)\n", "ms per image", "mean", "median",
               "p90", "p99", "first-pass median", r["stage_ms"]["samples"].get<int>(),
               r["first_pass_stage_ms"]["samples"].get<int>());
@@ -377,8 +420,13 @@ int run_bench(const BenchArgs& a) {
   }
   std::vector<double> pass_ms;
   json memory_after_warmup = a.warmup > 0 ? gpu_memory_mib(engine.current_rung()) : json();
+  double cpu_ms = 0, timed_wall_ms = 0;
   for (int i = 0; i < a.repeat; ++i) {
-    pass_ms.push_back(round_us(run_pass(true)));
+    const double cpu0 = process_tree_cpu_ms();
+    const double wall = run_pass(true);
+    cpu_ms += process_tree_cpu_ms() - cpu0;
+    timed_wall_ms += wall;
+    pass_ms.push_back(round_us(wall));
     if (memory_after_warmup.is_null()) memory_after_warmup = gpu_memory_mib(engine.current_rung());
   }
   if (first_pass_ms < 0) first_pass_ms = pass_ms.front();
@@ -415,6 +463,8 @@ int run_bench(const BenchArgs& a) {
   r["first_pass_stage_ms"] = stages_json(first_stage_ms);
   r["time_table_ms"] = time_table.means();
   r["new_shape_ms_per_image"] = round_us((first_pass_ms - pass.median) / images);
+  r["host_cpu_ms_per_image"] = images > 0 ? round_us(cpu_ms / (images * a.repeat)) : 0.0;
+  r["host_cpu_cores"] = timed_wall_ms > 0 ? std::round(cpu_ms / timed_wall_ms * 1000) / 1000 : 0.0;
   if (!memory_end.is_null() && !memory_after_warmup.is_null()) {
     const double before = memory_after_warmup["mapped"].get<double>();
     const double growth = before > 0 ? (memory_end["mapped"].get<double>() - before) / before * 100 : 0.0;

@@ -116,6 +116,12 @@ TEST_F(CliBench, JsonReportOnTheEngineImages) {
   // --warmup 0: the first pass is the timed one, so it adds nothing over itself.
   EXPECT_DOUBLE_EQ(j["first_pass_ms"].get<double>(), pass);
   EXPECT_NEAR(j["new_shape_ms_per_image"].get<double>(), 0.0, 1e-3);
+  // The host's CPU over the timed pass: the engine computes on this process's two threads, so at least a good part of
+  // one core and at most the two (and a little for the process's other threads).
+  const double cpu = j["host_cpu_ms_per_image"], cores = j["host_cpu_cores"];
+  EXPECT_NEAR(cpu * n, cores * pass, 0.01 * cpu * n + 1.0);
+  EXPECT_GT(cores, 0.3);
+  EXPECT_LT(cores, 2.5);
   EXPECT_EQ(j["first_pass_stage_ms"]["samples"], n);
   EXPECT_DOUBLE_EQ(j["first_pass_stage_ms"]["total"]["mean"].get<double>(), total);
   for (const char* k : {"decode", "det", "post", "cls", "rec", "total"}) {
@@ -142,6 +148,22 @@ TEST_F(CliBench, JsonReportOnTheEngineImages) {
   EXPECT_GT(t["rec"]["finish"].get<double>(), 0);  // CTC decoding
   // The first pass plans every shape: its plan time is in the first pass only, but a timed pass still looks up.
   EXPECT_GE(t["det"]["plan"].get<double>(), 0);
+}
+
+// The host's CPU counts the worker processes: with the cpu backend in a worker (as every GPU rung runs), this process
+// only waits on pipes, and without the workers' CPU the figure would be near zero.
+TEST_F(CliBench, HostCpuCountsTheWorkerProcesses) {
+  SO_REQUIRE_MODELS();
+  BenchRun r = steadyocr(bench("--ladder cpu-worker --repeat 1 --warmup 0 --json " + engine_dir()));
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["rung"], "cpu-worker");
+  const double cores = j["host_cpu_cores"], cpu = j["host_cpu_ms_per_image"];
+  std::printf("host CPU %.1f ms per image, %.2f cores busy\n", cpu, cores);
+  EXPECT_GT(cores, 0.3);
+  EXPECT_LT(cores, 2.5);
+  EXPECT_NEAR(cpu * j["images"].get<double>(), cores * j["pass_ms"][0].get<double>(),
+              0.01 * cpu * j["images"].get<double>() + 1.0);
 }
 
 // With a warm-up pass the first pass is that one: new shapes there, none in the timed one.

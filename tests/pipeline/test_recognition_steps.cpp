@@ -103,6 +103,36 @@ TEST(Crop, AxisAlignedQuadCopiesTheRegion) {
   EXPECT_EQ(cv::countNonZero(diff.reshape(1)), 0);
 }
 
+// The copy of an upright whole-pixel rectangle gives the warp's pixels exactly: random pictures (so that any
+// interpolation would show), rectangles anywhere including along every edge, wide and tall ones (turned).
+TEST(Crop, UprightWholePixelRectanglesAreTheWarpsPixels) {
+  cv::RNG rng(13);
+  for (int k = 0; k < 400; ++k) {
+    cv::Mat img(rng.uniform(8, 120), rng.uniform(8, 160), CV_8UC3);
+    cv::randu(img, 0, 256);
+    const int x0 = k % 4 == 0 ? 0 : rng.uniform(0, img.cols - 1);
+    const int y0 = k % 5 == 0 ? 0 : rng.uniform(0, img.rows - 1);
+    const int x1 = k % 3 == 0 ? img.cols - (k % 2) : rng.uniform(x0 + 1, img.cols + 1);
+    const int y1 = k % 7 == 0 ? img.rows - (k % 2) : rng.uniform(y0 + 1, img.rows + 1);
+    const Quad q = {cv::Point2f(x0, y0), cv::Point2f(x1, y0), cv::Point2f(x1, y1), cv::Point2f(x0, y1)};
+    const cv::Mat fast = crop_text_region(img, q), warped = warp_text_region(img, q);
+    ASSERT_EQ(fast.size(), warped.size()) << "rectangle " << x0 << "," << y0 << " - " << x1 << "," << y1;
+    cv::Mat diff;
+    cv::absdiff(fast, warped, diff);
+    ASSERT_EQ(cv::countNonZero(diff.reshape(1)), 0) << "rectangle " << x0 << "," << y0 << " - " << x1 << "," << y1;
+  }
+  // Not whole pixels, not upright, or past the picture: the warp (its replicated border included).
+  cv::Mat img(60, 90, CV_8UC3);
+  cv::randu(img, 0, 256);
+  for (const Quad& q : {Quad{cv::Point2f(10.5f, 5), cv::Point2f(40, 5), cv::Point2f(40, 20), cv::Point2f(10.5f, 20)},
+                        Quad{cv::Point2f(10, 5), cv::Point2f(40, 7), cv::Point2f(40, 22), cv::Point2f(10, 20)},
+                        Quad{cv::Point2f(70, 5), cv::Point2f(95, 5), cv::Point2f(95, 20), cv::Point2f(70, 20)}}) {
+    cv::Mat diff;
+    cv::absdiff(crop_text_region(img, q), warp_text_region(img, q), diff);
+    EXPECT_EQ(cv::countNonZero(diff.reshape(1)), 0);
+  }
+}
+
 TEST(Crop, TallCropsTurnCounterClockwise) {
   cv::Mat img(200, 100, CV_8UC3, cv::Scalar(255, 255, 255));
   img(cv::Rect(10, 10, 30, 40)).setTo(cv::Scalar(0, 0, 0));  // dark at the top of a 30 x 150 column
