@@ -40,6 +40,7 @@ constexpr const char* kJsonSchema = R"(--json prints one object:
   failed            inputs that could not be read or failed in any pass (each named on stderr; exit 1)
   warmup, passes    untimed and timed passes over all images
   threads           threads used
+  chunk_images      images per engine call (--chunk; a whole pass by default)
   rung              the rung serving at the end; backend: the backend it runs (cpu-worker runs cpu)
   backends_used     {rung: results it produced in timed passes}
   startup_ms        engine creation (model load and self-test), not part of any pass
@@ -85,6 +86,7 @@ struct BenchArgs {
   bool recursive = false;
   int warmup = 1;
   int repeat = 3;
+  int chunk = 0;  // images per engine call; 0: a whole pass in one call
   bool json = false;
 };
 
@@ -371,8 +373,10 @@ int run_bench(const BenchArgs& a) {
   }
   OcrEngine& engine = **engine_or;
   std::vector<size_t> index;  // file index of each image benchmarked
-  // Chunks as `ocr` sends them to the engine: as many per GPU as with one.
-  const size_t chunk = static_cast<size_t>(std::max(8, 2 * num_threads())) * std::max<size_t>(1, engine.gpu_count());
+  // A pass goes to the engine as one call by default: the engine keeps its images in flight from the first image to
+  // the last, as a server under steady load does. --chunk N sends calls of N images, each waiting for its slowest
+  // image before the next starts (what a caller that waits for each batch gets).
+  const size_t chunk = a.chunk > 0 ? static_cast<size_t>(a.chunk) : files.size();
   std::vector<std::vector<ImageJob>> chunks;
   for (size_t i = 0; i < files.size(); ++i) {
     if (!errors[i].empty()) continue;
@@ -440,6 +444,7 @@ int run_bench(const BenchArgs& a) {
   r["warmup"] = a.warmup;
   r["passes"] = a.repeat;
   r["threads"] = num_threads();
+  r["chunk_images"] = a.chunk > 0 ? std::min<size_t>(a.chunk, index.size()) : index.size();
   r["rung"] = engine.current_rung();
   r["backend"] = engine::backend_of_rung(engine.current_rung());
   r["backends_used"] = backends_used;
@@ -533,6 +538,11 @@ Command add_bench_command(CLI::App& root) {
       ->capture_default_str();
   app->add_option("--repeat", args->repeat, "Timed passes over all images")
       ->check(CLI::Range(1, 1000))
+      ->capture_default_str();
+  app->add_option("--chunk", args->chunk,
+                  "Images per engine call, each waiting for its slowest image (0: a whole pass in one call, the "
+                  "engine keeping its images in flight throughout)")
+      ->check(CLI::Range(0, 1 << 20))
       ->capture_default_str();
   app->add_flag("--json", args->json, "Print one JSON object instead of the table (schema below)");
   app->footer(kJsonSchema);

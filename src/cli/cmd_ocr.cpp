@@ -3,8 +3,10 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <deque>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -142,15 +144,23 @@ int run_ocr(const OcrArgs& a) {
   if (format == OutputFormat::kTsv) out << tsv_header();
 
   // Chunks: files are read in parallel, then the engine runs them together (in parallel where the backend
-  // allows, spread over the GPUs with several); results are written as each chunk completes.
+  // allows, spread over the GPUs with several); results are written as each chunk completes, in the input order.
+  // On worker rungs (GPUs) two chunks are in flight: the next is read and started while the engine still reads the
+  // last images of the one before, so the device does not idle at a chunk's end waiting for its slowest image.
   const size_t chunk = static_cast<size_t>(std::max(8, 2 * num_threads())) * std::max<size_t>(1, engine.gpu_count());
-  for (size_t start = 0; start < files.size(); start += chunk) {
+  struct Chunk {
+    std::vector<ImageOutcome> batch;
+    std::vector<size_t> index;  // batch entries that went to the engine, in the order of its results
+    std::future<std::vector<EngineOutcome>> results;
+  };
+  auto start_chunk = [&](size_t start) {
     const size_t n = std::min(chunk, files.size() - start);
-    std::vector<ImageOutcome> batch(n);
+    auto c = std::make_unique<Chunk>();
+    c->batch.resize(n);
     std::vector<ImageJob> jobs(n);
     parallel_for_each(static_cast<int64_t>(n), [&](int64_t k) {
       const InputFile& f = files[start + k];
-      ImageOutcome& o = batch[k];
+      ImageOutcome& o = c->batch[k];
       o.name = names[start + k];
       o.path = f.path;
       jobs[k].name = o.name;
@@ -169,16 +179,36 @@ int run_ocr(const OcrArgs& a) {
       jobs[k].bytes = std::move(*bytes);
     });
     std::vector<ImageJob> to_run;
-    std::vector<size_t> index;
     for (size_t k = 0; k < n; ++k) {
-      if (batch[k].ok) {
+      if (c->batch[k].ok) {
         to_run.push_back(std::move(jobs[k]));
-        index.push_back(k);
+        c->index.push_back(k);
       }
     }
-    std::vector<EngineOutcome> results = engine.ocr_batch(to_run);
+    if (to_run.empty()) {  // nothing could be read: no engine call
+      c->results = std::async(std::launch::deferred, [] { return std::vector<EngineOutcome>(); });
+    } else {
+      c->results =
+          std::async(std::launch::async, [&engine, to_run = std::move(to_run)] { return engine.ocr_batch(to_run); });
+    }
+    return c;
+  };
+  std::deque<std::unique_ptr<Chunk>> in_flight;
+  size_t next = 0;
+  while (next < files.size() || !in_flight.empty()) {
+    // A host rung's engine call uses every core itself: one chunk at a time there.
+    const size_t depth = is_worker_rung(engine.current_rung()) ? 2 : 1;
+    if (next < files.size() && in_flight.size() < depth) {
+      in_flight.push_back(start_chunk(next));
+      next += in_flight.back()->batch.size();
+      continue;
+    }
+    std::unique_ptr<Chunk> c = std::move(in_flight.front());
+    in_flight.pop_front();
+    std::vector<EngineOutcome> results = c->results.get();
+    std::vector<ImageOutcome>& batch = c->batch;
     for (size_t r = 0; r < results.size(); ++r) {
-      ImageOutcome& o = batch[index[r]];
+      ImageOutcome& o = batch[c->index[r]];
       o.fallbacks = results[r].events;
       o.rung = results[r].rung;
       o.gpu = results[r].gpu;

@@ -70,6 +70,9 @@ void add_engine_flags(CLI::App* app, EngineArgs* args) {
   app->add_flag("--host-ctc", args->host_ctc,
                 "GPU backends: bring every class's probability back and pick the best on the host, instead of only "
                 "each step's best (same results; for comparison)");
+  app->add_flag("--rec-serial-calls", args->rec_serial_calls,
+                "GPU backends: an image's recognition calls one after another, instead of all at once on the "
+                "device's streams (same results; for comparison)");
   app->add_flag("--host-normalize", args->host_normalize,
                 "GPU backends: normalise the detector's input on the host and send floats, instead of the picture's "
                 "bytes normalised on the device (same results; for comparison)");
@@ -177,6 +180,7 @@ Result<EngineOptions> engine_options_from(const EngineArgs& a) {
   opts.det_limit_side = a.det_limit_side;
   opts.plan_cache = a.plan_cache;
   opts.rec_top1 = !a.host_ctc;
+  opts.rec_concurrent_calls = !a.rec_serial_calls;
   opts.det_device_normalize = !a.host_normalize;
   opts.symbolic_plans = !a.per_shape_plans;
   opts.db.thresh = a.det_thresh;

@@ -28,6 +28,7 @@ struct EngineArgs {
   int det_limit_side = 960;
   int plan_cache = 0;
   bool host_ctc = false;
+  bool rec_serial_calls = false;
   bool host_normalize = false;
   bool per_shape_plans = false;
   float det_thresh = 0.3f;

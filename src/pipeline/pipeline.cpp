@@ -73,6 +73,7 @@ Result<std::unique_ptr<Pipeline>> Pipeline::load(const ModelPaths& paths, std::s
   model_options.fallbacks = runtime::fallback_chain(backend->name());  // where the nodes it declines run
   if (device) {
     opts.rec.pad_batch = true;
+    opts.rec.concurrent_calls = opts.rec_concurrent_calls;
     if (opts.rec.merge_rows == 0) opts.rec.merge_rows = 8 * std::max(opts.rec.batch, 1);
     model_options.max_replicas = std::max(1, opts.plan_instances);
     // Plans hold no device memory of their own (runs lease arenas): every shape a set repeats skips planning.

@@ -66,6 +66,9 @@ struct PipelineOptions {
   // kDevice: the recogniser returns each step's top-1 pair, decoded as the full probabilities would be (where the
   // backend runs Top1); false: every class's probability comes back and the host picks (--host-ctc, to compare).
   bool rec_top1 = true;
+  // kDevice: an image's recognition calls go out at once (RecOptions::concurrent_calls); false: one after another
+  // (--rec-serial-calls, to compare). Same results either way.
+  bool rec_concurrent_calls = true;
   // kDevice: the detector takes the resized picture's bytes and normalises them on the backend with the host's table
   // (the same floats) where the backend runs ImageLut and --det-bucket is 0; false: the host normalises
   // (--host-normalize, to compare).

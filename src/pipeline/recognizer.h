@@ -44,6 +44,10 @@ struct RecOptions {
   // The model returns Top1 pairs f32 [batch, steps, 2] (largest probability, its class) instead of every class's
   // probability: set by Pipeline::load when the recogniser was loaded with a top-1 output (device profile).
   bool top1 = false;
+  // An image's recognition calls go out at once, each on its own thread (the device profile: a GPU backend overlaps
+  // them on its streams, so one image's calls take about as long as its longest), instead of one after another.
+  // Where the caller already runs one image per thread (SerialScope), they go one after another either way.
+  bool concurrent_calls = false;
 };
 
 // Writes one crop into `dst` (3 x height x width floats, CHW): resized (`interp`) to `height` rows keeping its

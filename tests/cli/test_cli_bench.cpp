@@ -166,6 +166,23 @@ TEST_F(CliBench, HostCpuCountsTheWorkerProcesses) {
               0.01 * cpu * j["images"].get<double>() + 1.0);
 }
 
+// A pass goes to the engine as one call by default; --chunk N sends calls of N images. Both read every image.
+TEST_F(CliBench, ChunkSetsTheImagesPerEngineCall) {
+  SO_REQUIRE_MODELS();
+  const int n = images_in(engine_dir());
+  ASSERT_GE(n, 3);
+  for (const std::string& flag : {std::string(), std::string("--chunk 2")}) {
+    BenchRun r = steadyocr(bench("--ladder cpu-worker --repeat 1 --warmup 0 --json " + flag + " " + engine_dir()));
+    ASSERT_EQ(r.code, 0) << flag << ": " << r.err;
+    auto j = nlohmann::json::parse(r.out);
+    EXPECT_EQ(j["chunk_images"].get<int>(), flag.empty() ? n : 2) << flag;
+    EXPECT_EQ(j["images"].get<int>(), n) << flag;
+    EXPECT_EQ(j["stage_ms"]["samples"].get<int>(), n) << flag;
+    EXPECT_EQ(j["failed"].get<int>(), 0) << flag;
+  }
+  EXPECT_EQ(steadyocr(bench("--chunk -1 " + engine_dir())).code, 2);
+}
+
 // With a warm-up pass the first pass is that one: new shapes there, none in the timed one.
 TEST_F(CliBench, FirstPassIsReportedBesideTheSteadyOne) {
   SO_REQUIRE_MODELS();

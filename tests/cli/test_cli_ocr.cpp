@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include <cstdlib>
@@ -90,6 +91,34 @@ TEST_F(CliOcr, BadFilesAreNamedTheRunContinuesAndExitsOne) {
     EXPECT_TRUE(doc[f].contains("error")) << f;
     EXPECT_TRUE(doc[f]["lines"].empty()) << f;
   }
+}
+
+// On a worker rung two chunks are in flight at once (chunks of 8 with --threads 1): the results still come out in
+// the input order, a file that cannot be read is named where it stands, and no image is lost or read twice.
+TEST_F(CliOcr, ChunksInFlightKeepTheInputOrder) {
+  SO_REQUIRE_MODELS();
+  const fs::path dir = fs::path(::testing::TempDir()) / "cli_chunks_in_flight";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  std::string args;
+  for (int i = 0; i < 21; ++i) {
+    const std::string name = fmt::format("img_{:02d}.png", i);
+    if (i != 11) fs::copy_file(decode_dir() + "/line_palette.png", dir / name);  // img_11 is missing
+    args += " " + (dir / name).string();
+  }
+  CliRun r = steadyocr("ocr " + models() + "--ladder cpu-worker --threads 1 --rec-only --format text" + args);
+  EXPECT_EQ(r.code, 1) << r.err;
+  EXPECT_NE(r.err.find("img_11.png"), std::string::npos) << r.err;
+  std::string expected;
+  for (int i = 0; i < 21; ++i) {
+    expected += fmt::format("== img_{:02d}.png ==\n", i) + (i == 11 ? "[error]\n" : "receipt2026\n");
+  }
+  // The missing file's error line, its message cut: "[error] <path>: ..." -> "[error]".
+  std::string out = r.out;
+  const size_t at = out.find("[error] ");
+  ASSERT_NE(at, std::string::npos) << out;
+  out.erase(at + 7, out.find('\n', at) - (at + 7));
+  EXPECT_EQ(out, expected);
 }
 
 TEST_F(CliOcr, OtherFormats) {

@@ -5,9 +5,11 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <opencv2/imgproc.hpp>
 #include <thread>
 
+#include "core/parallel.h"
 #include "pipeline/det_preprocess.h"
 #include "pipeline/image_decode.h"
 #include "pipeline/pipeline.h"
@@ -195,6 +197,91 @@ TEST(RecMerge, SameTextsAsPaddleOcrBatches) {
   EXPECT_GE(nonempty, 10);               // the crops are readable: the comparison is about real text
   EXPECT_EQ(plain_calls, 3u);            // 6 + 6 + 2 crops
   EXPECT_LT(merged_calls, plain_calls);  // the first two batches are both 320 wide
+}
+
+// Counts the calls in flight at once (each held a little, so that calls started together overlap).
+class OverlapCounter : public runtime::Runner {
+ public:
+  explicit OverlapCounter(std::shared_ptr<runtime::Runner> inner) : inner_(std::move(inner)) {}
+  Result<Tensor> run(const Tensor& input) override { return run_call(input, nullptr); }
+  Result<Tensor> run_call(const Tensor& input, runtime::CallInfo* info) override {
+    const int now = ++in_flight_;
+    for (int seen = most_.load(); now > seen && !most_.compare_exchange_weak(seen, now);) {
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(40));
+    auto r = inner_->run_call(input, info);
+    --in_flight_;
+    ++calls_;
+    return r;
+  }
+  std::string backend_name() const override { return inner_->backend_name(); }
+  int most() const { return most_; }
+  int calls() const { return calls_; }
+
+ private:
+  std::shared_ptr<runtime::Runner> inner_;
+  std::atomic<int> in_flight_{0}, most_{0}, calls_{0};
+};
+
+// The device profile sends an image's recognition calls at once: the texts, scores and calls are those of the calls
+// one after another, and the calls did overlap. Inside a SerialScope (a worker's images each on their own thread)
+// they go one after another.
+TEST(RecConcurrentCalls, SameTextsAndTheCallsOverlap) {
+  SO_REQUIRE_MODELS();
+  auto backend = runtime::create_backend("cpu");
+  if (!backend.is_ok()) GTEST_SKIP() << "the cpu backend is not in this build";
+  if (num_threads() < 2) GTEST_SKIP() << "one thread: calls cannot overlap";
+  auto model = runtime::Model::load(testing::models_dir() + "/ch_PP-OCRv4_rec_infer.onnx", *backend);
+  ASSERT_TRUE(model.is_ok()) << model.status().to_string();
+  auto dict = Dictionary::load(testing::models_dir() + "/ppocr_keys_v1.txt");
+  ASSERT_TRUE(dict.is_ok());
+  std::vector<cv::Mat> crops;
+  // Short words and long lines: batches of three widths, so three calls.
+  const char* words[] = {"17",        "OCR",         "2026", "tax",       "TOTAL 12.50 EUR",         "cash",
+                         "receipt 4", "item twelve", "ok",   "A B C D E", "the longest line of all", "q"};
+  for (const char* w : words) {
+    int width = 14 + 19 * static_cast<int>(std::string(w).size());
+    cv::Mat m(32, width, CV_8UC3, cv::Scalar(250, 250, 250));
+    cv::putText(m, w, {4, 24}, cv::FONT_HERSHEY_SIMPLEX, 0.8, cv::Scalar(10, 10, 10), 2, cv::LINE_AA);
+    crops.push_back(m);
+  }
+  std::shared_ptr<runtime::Runner> shared = std::move(model).value();
+  auto serial_counter = std::make_shared<OverlapCounter>(shared);
+  auto conc_counter = std::make_shared<OverlapCounter>(shared);
+  RecOptions serial;
+  serial.batch = 4;
+  RecOptions conc = serial;
+  conc.concurrent_calls = true;
+  Recognizer a(serial_counter, *dict, serial), b(conc_counter, *dict, conc);
+  std::vector<runtime::CallInfo> calls_a, calls_b;
+  ModelTimes times_a, times_b;
+  auto ra = a.recognize(crops, &calls_a, std::nullopt, &times_a);
+  auto rb = b.recognize(crops, &calls_b, std::nullopt, &times_b);
+  ASSERT_TRUE(ra.is_ok() && rb.is_ok());
+  ASSERT_EQ(rb->size(), crops.size());
+  int nonempty = 0;
+  for (size_t i = 0; i < crops.size(); ++i) {
+    EXPECT_EQ((*ra)[i].text, (*rb)[i].text) << i;
+    EXPECT_NEAR((*ra)[i].score, (*rb)[i].score, 1e-4) << i;
+    nonempty += !(*ra)[i].text.empty();
+  }
+  EXPECT_GE(nonempty, 9);
+  EXPECT_EQ(serial_counter->calls(), 3);
+  EXPECT_EQ(conc_counter->calls(), 3);
+  EXPECT_EQ(calls_b.size(), 3u);  // every call reported, as one after another
+  EXPECT_EQ(times_b.calls, 3);
+  EXPECT_EQ(serial_counter->most(), 1);
+  EXPECT_GE(conc_counter->most(), 2);
+
+  auto serial_scope_counter = std::make_shared<OverlapCounter>(shared);
+  Recognizer c(serial_scope_counter, *dict, conc);
+  {
+    SerialScope scope;
+    auto rc = c.recognize(crops);
+    ASSERT_TRUE(rc.is_ok());
+    for (size_t i = 0; i < crops.size(); ++i) EXPECT_EQ((*ra)[i].text, (*rc)[i].text) << i;
+  }
+  EXPECT_EQ(serial_scope_counter->most(), 1);
 }
 
 }  // namespace

@@ -1,0 +1,154 @@
+#!/bin/bash
+# Images kept in flight from a pass's first image to its last (issue 13): `bench` sends a whole pass in one engine
+# call (default) against the calls of 32 images it sent before (`--chunk 32`, each waiting for its slowest image),
+# and with fewer call slots per shape (`--batch-slots 4`, more stacking across images); one image at a time with
+# its recognition calls at once or one after another (--rec-serial-calls); a cold `ocr` with two chunks
+# in flight against the binary before (BASE_DIR); one image at a time; fp16's static precision rules worked out once
+# per model (the worker's totals); the CUDA tests; the PyTorch eager peer in the same run.
+# Summary: $OUT/summary.txt; JSON and logs: $OUT/stream.tgz.
+#
+# Bundle: scripts/slim_bundle.py .devbundle build/steadyocr build/libsteadyocr_cuda13.so build/tests/test_backends \
+#   -- models ../shared/data/synth-dev ../shared/data/sroie-dev ../shared/tools/peers ../shared/tools/ocr_eval.py \
+#   ../shared/data/golden BASE_DIR   (BASE_DIR: the steadyocr binary before the change)
+# Device (repo root, carry [".devbundle"]): scripts/device_stream.sh
+#   (STEPS="tests rules ab one ocr peer", SETS, BACKENDS, VARIANTS="chunk32 stream slots4", ROUNDS=2, REPEAT=3,
+#    BASE=name of BASE_DIR, ONE_BACKENDS=cuda-fp16)
+set -u
+STEPS=${STEPS:-tests rules ab one ocr peer}
+SETS=${SETS:-synth-dev sroie-dev}
+BACKENDS=${BACKENDS:-cuda-fp32 cuda-fp16}
+VARIANTS=${VARIANTS:-chunk32 stream slots4}
+ROUNDS=${ROUNDS:-2}
+REPEAT=${REPEAT:-3}
+BASE=${BASE:-base_bin}
+OUT=${OUT:-/tmp/stream_out}
+W=/tmp/stream
+# shellcheck source=scripts/device_lib.sh
+. "$(dirname "$0")/device_lib.sh"
+device_begin device_stream "$W" "$OUT"
+SO="$B/env.sh $B/bin/steadyocr"
+
+variant_flags() {
+  case "$1" in
+    chunk*) echo "--chunk ${1#chunk}" ;;
+    slots*) echo "--batch-slots ${1#slots}" ;;
+  esac
+}
+
+# One bench JSON as one line: images/s, the per-image p50/p99, host CPU, the rec stage's device and waits.
+bench_line() {  # json tag smi-file
+  python3 - "$1" "$2" "${3:-}" <<'PY' | tee -a "$S"
+import json, sys
+path, tag, smi = sys.argv[1:4]
+try:
+    r = json.load(open(path))
+except Exception as e:
+    print(f"{tag}: no result ({e})"); sys.exit()
+st = r["stage_ms"]["total"]
+t = r.get("time_table_ms", {})
+rec, det = t.get("rec", {}), t.get("det", {})
+util = ""
+if smi:
+    u = [int(l) for l in open(smi) if l.strip().isdigit()]
+    busy = [x for x in u if x > 0]
+    util = f", GPU util {sum(busy) / max(len(busy), 1):.0f}% ({len(busy)}/{len(u)} samples busy)"
+print(f"{tag}: {r['images_per_s']:.1f} images/s (best {r['images_per_s_best']:.1f}, chunk {r.get('chunk_images')}), "
+      f"p50 {st['median']:.1f} p99 {st['p99']:.1f} mean {st['mean']:.1f} ms, host CPU {r.get('host_cpu_ms_per_image', 0):.1f} "
+      f"ms/image ({r.get('host_cpu_cores', 0):.1f} cores), rec prep {rec.get('prep', 0):.2f} acquire "
+      f"{rec.get('acquire', 0):.2f} compute {rec.get('compute', 0):.2f} sync {rec.get('sync', 0):.2f} calls "
+      f"{rec.get('calls', 0):.2f}, det compute {det.get('compute', 0):.2f} sync {det.get('sync', 0):.2f}{util}, "
+      f"failed {r['failed']}")
+PY
+}
+
+if want tests; then
+  (cd $B && STEADYOCR_MODELS=$F/models STEADYOCR_SHARED_DATA=$F STEADYOCR_TEST_DATA=$REPO/tests/data \
+    timeout 420 ./env.sh bin/test_backends --gtest_filter='Cuda*:*Cuda*:*cuda*:*Top1*') >"$W/tests.log" 2>&1
+  echo "CUDA tests: exit $?; $(grep -E '^\[  (PASSED|FAILED) +\]|tests? from .* ran|^auto: ' "$W/tests.log" |
+    tr '\n' ' ')" | tee -a "$S"
+  grep -E '^\[  FAILED  \]' "$W/tests.log" | head -20 | tee -a "$S"
+  grep -E 'Fp16StaticRulesAreWorkedOutOncePerModel|CudaModels\.Golden' "$W/tests.log" | grep -E 'OK|FAILED|SKIPPED' |
+    tee -a "$S"
+fi
+
+if want rules; then
+  # fp16's static precision rules: one scan per model the worker loads; the scans' own time and the others' waits.
+  timeout 300 $SO --log-level debug bench "$F/synth-dev" --models "$F/models" --backend cuda-fp16 --require-gpu \
+    --warmup 1 --repeat 2 --json >"$W/rules.json" 2>"$W/rules.log"
+  echo "== fp16 rules: exit $?" | tee -a "$S"
+  grep -E 'steadyocr_cuda_static_precision_scans_total|phase="static_precision|steadyocr_cuda_plans_prepared' \
+    "$W/rules.log" | sort | uniq | sed 's/^ */   /' | tee -a "$S"
+  bench_line "$W/rules.json" "rules synth-dev cuda-fp16"
+fi
+
+if want ab; then
+  for round in $(seq 1 "$ROUNDS"); do
+    order=$VARIANTS
+    [ $((round % 2)) = 0 ] && order=$(echo $VARIANTS | tr ' ' '\n' | tac | tr '\n' ' ')
+    for set in $SETS; do
+      for be in $BACKENDS; do
+        for v in $order; do
+          tag=r$round.$set.$be.$v
+          nvidia-smi --query-gpu=utilization.gpu --format=csv,noheader,nounits -lms 100 >"$W/$tag.smi" 2>/dev/null &
+          smi=$!
+          timeout 300 $SO bench "$F/$set" --models "$F/models" --backend "$be" --require-gpu --warmup 1 \
+            --repeat "$REPEAT" --json $(variant_flags "$v") >"$W/$tag.json" 2>"$W/$tag.log"
+          kill $smi 2>/dev/null
+          wait $smi 2>/dev/null
+          bench_line "$W/$tag.json" "$tag" "$W/$tag.smi"
+        done
+      done
+    done
+  done
+fi
+
+if want one; then
+  # One image at a time: an image's rec calls one after another ("serial", --rec-serial-calls) or at once ("conc",
+  # the default); "tun": conc with glibc keeping freed blocks mapped (GLIBC_TUNABLES, inherited by the worker), to
+  # see what the pages faulted in afresh for every image cost.
+  for set in $SETS; do
+    for be in ${ONE_BACKENDS:-cuda-fp16}; do
+      for v in serial conc tun tun conc serial; do
+        tun="" flags=""
+        [ $v = tun ] && tun="GLIBC_TUNABLES=glibc.malloc.trim_threshold=268435456:glibc.malloc.mmap_threshold=268435456"
+        [ $v = serial ] && flags=--rec-serial-calls
+        env $tun STEADYOCR_WORKER_CONCURRENCY=1 timeout 300 $SO bench "$F/$set" --models "$F/models" --backend "$be" \
+          --require-gpu --warmup 1 --repeat "$REPEAT" --json $flags >"$W/one.$set.$be.$v.json" 2>"$W/one.$set.$be.$v.log"
+        bench_line "$W/one.$set.$be.$v.json" "one at a time $set $be $v"
+        python3 -c "import json,sys; t=json.load(open(sys.argv[1]))['stage_ms']; print('   stage medians: ' + ', '.join(f'{k} {v[\"median\"]:.2f}' for k, v in t.items() if isinstance(v, dict)))" \
+          "$W/one.$set.$be.$v.json" 2>/dev/null | tee -a "$S"
+      done
+    done
+  done
+fi
+
+if want ocr; then
+  # Cold processes, every shape new: the binary before (one chunk at a time) and this one (two in flight), in turns.
+  for set in $SETS; do
+    for be in $BACKENDS; do
+      for v in base new base new; do
+        bin="$SO"
+        [ $v = base ] && bin="$B/env.sh $F/$BASE/steadyocr"
+        timeout 300 $bin ocr "$F/$set" --models "$F/models" --backend "$be" --require-gpu --format json \
+          -o "$W/ocr.$set.$be.$v.json" >/dev/null 2>"$W/ocr.$set.$be.$v.log"
+        echo "== ocr $set $be $v: exit $?; $(grep -E '^ocr: [0-9]+ images' "$W/ocr.$set.$be.$v.log")" | tee -a "$S"
+      done
+      python3 "$REPO/scripts/compare_ocr_lines.py" "$W/ocr.$set.$be.base.json" "$W/ocr.$set.$be.new.json" \
+        "$set $be" "base against new" | tee -a "$S"
+      flags=""
+      [ "$set" = sroie-dev ] && flags=--ignore-case
+      python3 "$F/ocr_eval.py" "$F/$set/labels.txt" "$W/ocr.$set.$be.new.json" $flags 2>&1 | tail -6 |
+        tr '\n' ' ' | sed "s/^/   $set $be new: /" | tee -a "$S"
+      echo | tee -a "$S"
+    done
+  done
+fi
+
+if want peer; then
+  for set in $SETS; do
+    timeout 300 python3 "$F/peers/ref_ppocr.py" "$F/models" "$F/$set" "$W/peer_torch_$set.json" --runner torch \
+      --repeat 1 >"$W/peer_torch_$set.log" 2>&1
+    echo "== peer PyTorch eager $set: exit $?; $(tail -1 "$W/peer_torch_$set.log")" | tee -a "$S"
+  done
+fi
+tar czf "$OUT/stream.tgz" -C /tmp stream
