@@ -1,6 +1,7 @@
 #!/bin/bash
 # Images kept in flight from a pass's first image to its last (issue 13): `bench` sends a whole pass in one engine
 # call (default) against the calls of 32 images it sent before (`--chunk 32`, each waiting for its slowest image),
+# OpenCV's loops in the worker on every core (as before: variants ending in "cv") or off (the default now),
 # and with fewer call slots per shape (`--batch-slots 4`, more stacking across images); one image at a time with
 # its recognition calls at once or one after another (--rec-serial-calls); a cold `ocr` with two chunks
 # in flight against the binary before (BASE_DIR); one image at a time; fp16's static precision rules worked out once
@@ -11,13 +12,13 @@
 #   -- models ../shared/data/synth-dev ../shared/data/sroie-dev ../shared/tools/peers ../shared/tools/ocr_eval.py \
 #   ../shared/data/golden BASE_DIR   (BASE_DIR: the steadyocr binary before the change)
 # Device (repo root, carry [".devbundle"]): scripts/device_stream.sh
-#   (STEPS="tests rules ab one ocr peer", SETS, BACKENDS, VARIANTS="chunk32 stream slots4", ROUNDS=2, REPEAT=3,
+#   (STEPS="tests rules ab one ocr peer", SETS, BACKENDS, VARIANTS="chunk32cv streamcv stream slots4", ROUNDS=2, REPEAT=3,
 #    BASE=name of BASE_DIR, ONE_BACKENDS=cuda-fp16)
 set -u
 STEPS=${STEPS:-tests rules ab one ocr peer}
 SETS=${SETS:-synth-dev sroie-dev}
 BACKENDS=${BACKENDS:-cuda-fp32 cuda-fp16}
-VARIANTS=${VARIANTS:-chunk32 stream slots4}
+VARIANTS=${VARIANTS:-chunk32cv streamcv stream slots4}
 ROUNDS=${ROUNDS:-2}
 REPEAT=${REPEAT:-3}
 BASE=${BASE:-base_bin}
@@ -28,9 +29,16 @@ W=/tmp/stream
 device_begin device_stream "$W" "$OUT"
 SO="$B/env.sh $B/bin/steadyocr"
 
+# ...cv: OpenCV's own parallel loops (TBB) on every core in the worker, as before (the worker now turns them off when
+# it reads its images one per thread).
+variant_env() {
+  case "$1" in
+    *cv) echo "OPENCV_FOR_THREADS_NUM=$(nproc)" ;;
+  esac
+}
 variant_flags() {
   case "$1" in
-    chunk*) echo "--chunk ${1#chunk}" ;;
+    chunk*) v=${1#chunk}; echo "--chunk ${v%cv}" ;;
     slots*) echo "--batch-slots ${1#slots}" ;;
   esac
 }
@@ -91,8 +99,8 @@ if want ab; then
           tag=r$round.$set.$be.$v
           nvidia-smi --query-gpu=utilization.gpu --format=csv,noheader,nounits -lms 100 >"$W/$tag.smi" 2>/dev/null &
           smi=$!
-          timeout 300 $SO bench "$F/$set" --models "$F/models" --backend "$be" --require-gpu --warmup 1 \
-            --repeat "$REPEAT" --json $(variant_flags "$v") >"$W/$tag.json" 2>"$W/$tag.log"
+          env $(variant_env "$v") timeout 300 $SO bench "$F/$set" --models "$F/models" --backend "$be" --require-gpu \
+            --warmup 1 --repeat "$REPEAT" --json $(variant_flags "$v") >"$W/$tag.json" 2>"$W/$tag.log"
           kill $smi 2>/dev/null
           wait $smi 2>/dev/null
           bench_line "$W/$tag.json" "$tag" "$W/$tag.smi"
@@ -105,12 +113,13 @@ fi
 if want one; then
   # One image at a time: an image's rec calls one after another ("serial", --rec-serial-calls) or at once ("conc",
   # the default); "tun": conc with glibc keeping freed blocks mapped (GLIBC_TUNABLES, inherited by the worker), to
-  # see what the pages faulted in afresh for every image cost.
+  # see what the pages faulted in afresh for every image cost; "nocache": conc without the host block cache.
   for set in $SETS; do
     for be in ${ONE_BACKENDS:-cuda-fp16}; do
-      for v in serial conc tun tun conc serial; do
+      for v in ${ONE_VARIANTS:-serial conc tun nocache nocache tun conc serial}; do
         tun="" flags=""
         [ $v = tun ] && tun="GLIBC_TUNABLES=glibc.malloc.trim_threshold=268435456:glibc.malloc.mmap_threshold=268435456"
+        [ $v = nocache ] && tun="STEADYOCR_HOST_BLOCK_CACHE_MB=0"
         [ $v = serial ] && flags=--rec-serial-calls
         env $tun STEADYOCR_WORKER_CONCURRENCY=1 timeout 300 $SO bench "$F/$set" --models "$F/models" --backend "$be" \
           --require-gpu --warmup 1 --repeat "$REPEAT" --json $flags >"$W/one.$set.$be.$v.json" 2>"$W/one.$set.$be.$v.log"

@@ -51,12 +51,15 @@ int worker_main(const std::string& config_json) {
   set_num_threads(options.threads);
   cpu_share::set_enabled(options.share_cores);
   const int jobs = std::max(1, worker_jobs(options, rung));
+  // With many jobs at once each image is read on its own thread (SerialScope below): OpenCV's loops run inline too.
+  const int image_threads = pipeline::set_image_threads(jobs > 2 ? 1 : num_threads());
   if (options.log_json) log::set_json(true);
   log::set_gpu(options.gpu_label);  // with several GPUs, each line of this worker names its own
   if (!options.log_level.empty()) {
     log::Level lvl;
     if (log::parse_level(options.log_level, &lvl)) log::set_level(lvl);
   }
+  log::debug("worker", "{}: {} jobs at once, OpenCV threads {}", rung, jobs, image_threads);
   Stopwatch sw;
   std::string summary;
   std::shared_ptr<FaultInjector> injector = make_injector(options.faults, inject);

@@ -1,5 +1,9 @@
 #include "pipeline/handler.h"
 
+#include <opencv2/core/utility.hpp>
+
+#include <cstdlib>
+
 #include "core/parallel.h"
 #include "core/timer.h"
 
@@ -55,6 +59,12 @@ std::vector<ImageReply> read_images(const Pipeline& pipeline, const std::vector<
     }
   });
   return replies;
+}
+
+int set_image_threads(int threads) {
+  const char* env = std::getenv("OPENCV_FOR_THREADS_NUM");
+  if (env == nullptr || *env == '\0') cv::setNumThreads(threads);
+  return cv::getNumThreads();
 }
 
 }  // namespace steadyocr::pipeline

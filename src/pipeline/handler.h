@@ -34,4 +34,10 @@ struct ImageReply {
 std::vector<ImageReply> read_images(const Pipeline& pipeline, const std::vector<ImageRequest>& requests,
                                     const DecodeLimits& limits, const Visualizer* vis = nullptr);
 
+// Threads of OpenCV's own parallel loops (resize, warps, colour conversion; TBB in Debian's build, a pool of its own
+// beside OpenMP's). 1: none, for a process that already reads one image per thread, where each image's resize
+// handed to a pool of every core put twice as many threads as cores on the host. OPENCV_FOR_THREADS_NUM, when the
+// user set it, is left to OpenCV. Returns the count in force.
+int set_image_threads(int threads);
+
 }  // namespace steadyocr::pipeline

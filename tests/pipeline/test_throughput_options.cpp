@@ -6,11 +6,14 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
+#include <opencv2/core/utility.hpp>
 #include <opencv2/imgproc.hpp>
 #include <thread>
 
 #include "core/parallel.h"
 #include "pipeline/det_preprocess.h"
+#include "pipeline/handler.h"
 #include "pipeline/image_decode.h"
 #include "pipeline/pipeline.h"
 #include "pipeline/recognizer.h"
@@ -197,6 +200,17 @@ TEST(RecMerge, SameTextsAsPaddleOcrBatches) {
   EXPECT_GE(nonempty, 10);               // the crops are readable: the comparison is about real text
   EXPECT_EQ(plain_calls, 3u);            // 6 + 6 + 2 crops
   EXPECT_LT(merged_calls, plain_calls);  // the first two batches are both 320 wide
+}
+
+// OpenCV's own loops: off (1) where a worker reads one image per thread, every thread otherwise; a value the user set
+// in OPENCV_FOR_THREADS_NUM is left alone.
+TEST(ImageThreads, SetUnlessTheUserChose) {
+  if (std::getenv("OPENCV_FOR_THREADS_NUM")) GTEST_SKIP() << "OPENCV_FOR_THREADS_NUM is set: OpenCV keeps it";
+  const int before = cv::getNumThreads();
+  EXPECT_EQ(set_image_threads(1), 1);
+  EXPECT_EQ(cv::getNumThreads(), 1);
+  EXPECT_EQ(set_image_threads(2), 2);
+  set_image_threads(before);
 }
 
 // Counts the calls in flight at once (each held a little, so that calls started together overlap).
