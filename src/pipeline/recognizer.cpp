@@ -156,7 +156,10 @@ Result<std::vector<RecText>> Recognizer::recognize(const std::vector<cv::Mat>& c
     const size_t n_groups = g_idx - wave;
     if (options_.concurrent_calls && n_groups > 1) {
       std::vector<Status> status(n_groups);
-      parallel_for_each(static_cast<int64_t>(n_groups), [&](int64_t i) { status[i] = run_group(wave + i); });
+      // One thread per call, whatever the cores free now: the calls wait on the device, they do not compute.
+      parallel_for_each(
+          static_cast<int64_t>(n_groups), [&](int64_t i) { status[i] = run_group(wave + i); },
+          static_cast<int>(n_groups));
       for (const Status& st : status) RETURN_IF_ERROR(st);
     } else {
       for (size_t gi = wave; gi < g_idx; ++gi) RETURN_IF_ERROR(run_group(gi));

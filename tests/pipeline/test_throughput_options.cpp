@@ -244,7 +244,6 @@ TEST(RecConcurrentCalls, SameTextsAndTheCallsOverlap) {
   SO_REQUIRE_MODELS();
   auto backend = runtime::create_backend("cpu");
   if (!backend.is_ok()) GTEST_SKIP() << "the cpu backend is not in this build";
-  if (num_threads() < 2) GTEST_SKIP() << "one thread: calls cannot overlap";
   auto model = runtime::Model::load(testing::models_dir() + "/ch_PP-OCRv4_rec_infer.onnx", *backend);
   ASSERT_TRUE(model.is_ok()) << model.status().to_string();
   auto dict = Dictionary::load(testing::models_dir() + "/ppocr_keys_v1.txt");
