@@ -113,13 +113,12 @@ fi
 if want one; then
   # One image at a time: an image's rec calls one after another ("serial", --rec-serial-calls) or at once ("conc",
   # the default); "tun": conc with glibc keeping freed blocks mapped (GLIBC_TUNABLES, inherited by the worker), to
-  # see what the pages faulted in afresh for every image cost; "nocache": conc without the host block cache.
+  # see what the pages faulted in afresh for every image cost.
   for set in $SETS; do
     for be in ${ONE_BACKENDS:-cuda-fp16}; do
-      for v in ${ONE_VARIANTS:-serial conc tun nocache nocache tun conc serial}; do
+      for v in ${ONE_VARIANTS:-serial conc tun tun conc serial}; do
         tun="" flags=""
         [ $v = tun ] && tun="GLIBC_TUNABLES=glibc.malloc.trim_threshold=268435456:glibc.malloc.mmap_threshold=268435456"
-        [ $v = nocache ] && tun="STEADYOCR_HOST_BLOCK_CACHE_MB=0"
         [ $v = serial ] && flags=--rec-serial-calls
         env $tun STEADYOCR_WORKER_CONCURRENCY=1 timeout 300 $SO bench "$F/$set" --models "$F/models" --backend "$be" \
           --require-gpu --warmup 1 --repeat "$REPEAT" --json $flags >"$W/one.$set.$be.$v.json" 2>"$W/one.$set.$be.$v.log"
