@@ -53,11 +53,7 @@ variant_extra() {
 }
 
 if want tests; then
-  (cd $B && STEADYOCR_MODELS=$F/models STEADYOCR_SHARED_DATA=$F STEADYOCR_TEST_DATA=$REPO/tests/data \
-    timeout 420 ./env.sh bin/test_backends --gtest_filter='Cuda*:*Cuda*:*cuda*:*Top1*') >"$W/tests.log" 2>&1
-  echo "CUDA tests (test_backends Cuda*:*Cuda*:*cuda*:*Top1*): exit $?; $(grep -E '^\[  (PASSED|FAILED|SKIPPED) \]|tests? from .* ran' \
-    "$W/tests.log" | tr '\n' ' ')" | tee -a "$S"
-  grep -E '^\[  FAILED  \]|^auto: ' "$W/tests.log" | head -20 | tee -a "$S"
+  device_cuda_tests
 fi
 
 if want ab; then
@@ -123,21 +119,14 @@ if want ocr; then
       read -r va vb <<<"$OCR_VARIANTS"
       python3 "$REPO/scripts/compare_ocr_lines.py" "$W/ocr.$set.$be.$va.json" "$W/ocr.$set.$be.$vb.json" \
         "$set $be" "$va against $vb" | tee -a "$S"
-      flags=""
-      [ "$set" = sroie-dev ] && flags=--ignore-case
-      python3 "$F/ocr_eval.py" "$F/$set/labels.txt" "$W/ocr.$set.$be.$vb.json" $flags 2>&1 | tail -6 |
-        tr '\n' ' ' | sed "s/^/   $set $be $vb: /" | tee -a "$S"
+      device_ocr_eval "$set" "$W/ocr.$set.$be.$vb.json" "$set $be $vb"
       echo | tee -a "$S"
     done
   done
 fi
 
 if want peer; then
-  for set in $SETS; do
-    timeout 300 python3 "$F/peers/ref_ppocr.py" "$F/models" "$F/$set" "$W/peer_torch_$set.json" --runner torch \
-      --repeat 1 >"$W/peer_torch_$set.log" 2>&1
-    echo "== peer PyTorch eager $set: exit $?; $(tail -1 "$W/peer_torch_$set.log")" | tee -a "$S"
-  done
+  for set in $SETS; do device_torch_peer "$set"; done
 fi
 if want scale; then
   for be in $BACKENDS; do

@@ -20,11 +20,7 @@ W=/tmp/checks
 device_begin device_checks "$W" "$OUT"
 
 if want tests; then
-  (cd $B && STEADYOCR_MODELS=$F/models STEADYOCR_SHARED_DATA=$F STEADYOCR_TEST_DATA=$REPO/tests/data \
-    timeout 420 ./env.sh bin/test_backends --gtest_filter='Cuda*:*Cuda*:*cuda*:*Top1*') >"$W/tests.log" 2>&1
-  echo "CUDA tests: exit $?; $(grep -E '^\[  (PASSED|FAILED) +\]|tests? from .* ran|^auto: ' "$W/tests.log" |
-    tr '\n' ' ')" | tee -a "$S"
-  grep -E '^\[  FAILED  \]' "$W/tests.log" | head -20 | tee -a "$S"
+  device_cuda_tests
   echo "golden and per-node tests passed: $(grep -E '^\[       OK \] CudaModels\.(Golden|PerNode)' "$W/tests.log" |
     sed -E 's/.*CudaModels\.([A-Za-z0-9]+).*/\1/' | tr '\n' ' ')" | tee -a "$S"
 fi

@@ -1,6 +1,7 @@
 #!/bin/bash
-# Sourced by the device scripts (device_shapes.sh, device_ab_sync.sh, device_checks.sh): the bundle unpacked, the
-# summary file, the STEPS test and the header line, in one place.
+# Sourced by the device scripts (device_shapes.sh, device_ab_sync.sh, device_checks.sh, device_stream.sh): the bundle
+# unpacked, the summary file, the STEPS test and the header line, and the steps they share (the CUDA tests, the
+# PyTorch peer, ocr_eval's line), in one place.
 #   device_begin NAME WORKDIR OUTDIR [EXTRA HEADER TEXT]
 # leaves REPO (the repository root, the caller's working directory), B (the unpacked bundle), F (its data files) and
 # S (OUTDIR/summary.txt); exits 2 when the bundle cannot be unpacked.
@@ -18,3 +19,34 @@ device_begin() {
 
 # Whether STEPS (space-separated) names step $1.
 want() { [[ " $STEPS " == *" $1 "* ]]; }
+
+# The CUDA tests of test_backends (Cuda*, *Cuda*, *cuda*, *Top1*) into $W/tests.log: a summary line, the failures,
+# and the lines of the tests whose names match $1 (an extended regex; optional).
+device_cuda_tests() {
+  local names=${1:-}
+  (cd "$B" && STEADYOCR_MODELS=$F/models STEADYOCR_SHARED_DATA=$F STEADYOCR_TEST_DATA=$REPO/tests/data \
+    timeout 420 ./env.sh bin/test_backends --gtest_filter='Cuda*:*Cuda*:*cuda*:*Top1*') >"$W/tests.log" 2>&1
+  echo "CUDA tests (test_backends Cuda*:*Cuda*:*cuda*:*Top1*): exit $?; $(grep -E '^\[  (PASSED|FAILED|SKIPPED) +\] [0-9]+ tests?|tests? from .* ran|^auto: ' \
+    "$W/tests.log" | tr '\n' ' ')" | tee -a "$S"
+  grep -E '^\[  FAILED  \]' "$W/tests.log" | head -20 | tee -a "$S"
+  if [ -n "$names" ]; then
+    grep -E '^\[ +(OK|FAILED|SKIPPED) +\] .*\([0-9]+ ms\)$' "$W/tests.log" | grep -E "$names" | tee -a "$S"
+  fi
+  return 0
+}
+
+# The PyTorch eager peer (ref_ppocr.py --runner torch) on set $1: $W/peer_torch_SET.{json,log} and its last line.
+device_torch_peer() {
+  local set=$1
+  timeout 300 python3 "$F/peers/ref_ppocr.py" "$F/models" "$F/$set" "$W/peer_torch_$set.json" --runner torch \
+    --repeat 1 >"$W/peer_torch_$set.log" 2>&1
+  echo "== peer PyTorch eager $set: exit $?; $(tail -1 "$W/peer_torch_$set.log")" | tee -a "$S"
+}
+
+# ocr_eval.py's figures for `ocr` JSON $2 on set $1 (sroie-dev's labels compared without case), on one line tagged $3.
+device_ocr_eval() {
+  local set=$1 json=$2 tag=$3 flags=""
+  [ "$set" = sroie-dev ] && flags=--ignore-case
+  python3 "$F/ocr_eval.py" "$F/$set/labels.txt" "$json" $flags 2>&1 | tail -6 | tr '\n' ' ' | sed "s/^/   $tag: /" |
+    tee -a "$S"
+}

@@ -22,11 +22,7 @@ W=/tmp/shapes
 device_begin device_shapes "$W" "$OUTDIR" "EXTRA='$EXTRA'"
 
 if want tests; then
-  (cd $B && STEADYOCR_MODELS=$F/models STEADYOCR_SHARED_DATA=$F STEADYOCR_TEST_DATA=$REPO/tests/data \
-    timeout 420 ./env.sh bin/test_backends --gtest_filter='Cuda*:*Cuda*:*cuda*:*Top1*') >"$W/tests.log" 2>&1
-  echo "CUDA tests (test_backends Cuda*:*Cuda*:*cuda*:*Top1*): exit $?; $(grep -E '^\[  (PASSED|FAILED|SKIPPED) \]|tests? from .* ran' \
-    "$W/tests.log" | tr '\n' ' ')" | tee -a "$S"
-  grep -E '^\[  FAILED  \]' "$W/tests.log" | head -20 | tee -a "$S"
+  device_cuda_tests
 fi
 
 bench_line() {  # json tag

@@ -70,13 +70,7 @@ PY
 }
 
 if want tests; then
-  (cd $B && STEADYOCR_MODELS=$F/models STEADYOCR_SHARED_DATA=$F STEADYOCR_TEST_DATA=$REPO/tests/data \
-    timeout 420 ./env.sh bin/test_backends --gtest_filter='Cuda*:*Cuda*:*cuda*:*Top1*') >"$W/tests.log" 2>&1
-  echo "CUDA tests: exit $?; $(grep -E '^\[  (PASSED|FAILED) +\]|tests? from .* ran|^auto: ' "$W/tests.log" |
-    tr '\n' ' ')" | tee -a "$S"
-  grep -E '^\[  FAILED  \]' "$W/tests.log" | head -20 | tee -a "$S"
-  grep -E 'Fp16StaticRulesAreWorkedOutOncePerModel|CudaModels\.Golden' "$W/tests.log" | grep -E 'OK|FAILED|SKIPPED' |
-    tee -a "$S"
+  device_cuda_tests 'Fp16StaticRulesAreWorkedOutOncePerModel|CudaModels\.Golden'
 fi
 
 if want rules; then
@@ -143,20 +137,13 @@ if want ocr; then
       done
       python3 "$REPO/scripts/compare_ocr_lines.py" "$W/ocr.$set.$be.base.json" "$W/ocr.$set.$be.new.json" \
         "$set $be" "base against new" | tee -a "$S"
-      flags=""
-      [ "$set" = sroie-dev ] && flags=--ignore-case
-      python3 "$F/ocr_eval.py" "$F/$set/labels.txt" "$W/ocr.$set.$be.new.json" $flags 2>&1 | tail -6 |
-        tr '\n' ' ' | sed "s/^/   $set $be new: /" | tee -a "$S"
+      device_ocr_eval "$set" "$W/ocr.$set.$be.new.json" "$set $be new"
       echo | tee -a "$S"
     done
   done
 fi
 
 if want peer; then
-  for set in $SETS; do
-    timeout 300 python3 "$F/peers/ref_ppocr.py" "$F/models" "$F/$set" "$W/peer_torch_$set.json" --runner torch \
-      --repeat 1 >"$W/peer_torch_$set.log" 2>&1
-    echo "== peer PyTorch eager $set: exit $?; $(tail -1 "$W/peer_torch_$set.log")" | tee -a "$S"
-  done
+  for set in $SETS; do device_torch_peer "$set"; done
 fi
 tar czf "$OUT/stream.tgz" -C /tmp stream

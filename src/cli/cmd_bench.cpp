@@ -1,5 +1,6 @@
-// `steadyocr bench`: images/s and per-stage milliseconds of the whole engine on a set of images, measured the way
-// `ocr` runs them (same flags, same chunks), with the backend that served and every ladder move in the report.
+// `steadyocr bench`: images/s and per-stage milliseconds of the whole engine on a set of images, with `ocr`'s flags
+// and a pass in one engine call (--chunk N: calls of N), with the backend that served and every ladder move in the
+// report.
 #include <fmt/format.h>
 #include <sys/resource.h>
 #include <unistd.h>

@@ -161,6 +161,17 @@ TEST(WarmUp, PlansEveryBucketWithItsInstances) {
 namespace steadyocr::pipeline {
 namespace {
 
+// One 32-pixel-high crop per word, dark text on light, as wide as its text.
+std::vector<cv::Mat> text_crops(const std::vector<std::string>& words) {
+  std::vector<cv::Mat> crops;
+  for (const std::string& w : words) {
+    cv::Mat m(32, 14 + 19 * static_cast<int>(w.size()), CV_8UC3, cv::Scalar(250, 250, 250));
+    cv::putText(m, w, {4, 24}, cv::FONT_HERSHEY_SIMPLEX, 0.8, cv::Scalar(10, 10, 10), 2, cv::LINE_AA);
+    crops.push_back(m);
+  }
+  return crops;
+}
+
 // Merging same-width batches (the device profile) changes the number of model calls, never a line's input row.
 TEST(RecMerge, SameTextsAsPaddleOcrBatches) {
   SO_REQUIRE_MODELS();
@@ -170,15 +181,8 @@ TEST(RecMerge, SameTextsAsPaddleOcrBatches) {
   ASSERT_TRUE(model.is_ok()) << model.status().to_string();
   auto dict = Dictionary::load(testing::models_dir() + "/ppocr_keys_v1.txt");
   ASSERT_TRUE(dict.is_ok());
-  std::vector<cv::Mat> crops;
-  const char* words[] = {"17",   "OCR", "2026",  "tax", "TOTAL 12.50",   "cash",  "x9",
-                         "item", "ok",  "A B C", "0.5", "receipt no 42", "hello", "q"};
-  for (const char* w : words) {
-    int width = 14 + 19 * static_cast<int>(std::string(w).size());
-    cv::Mat m(32, width, CV_8UC3, cv::Scalar(250, 250, 250));
-    cv::putText(m, w, {4, 24}, cv::FONT_HERSHEY_SIMPLEX, 0.8, cv::Scalar(10, 10, 10), 2, cv::LINE_AA);
-    crops.push_back(m);
-  }
+  const std::vector<cv::Mat> crops = text_crops({"17", "OCR", "2026", "tax", "TOTAL 12.50", "cash", "x9", "item", "ok",
+                                                 "A B C", "0.5", "receipt no 42", "hello", "q"});
   RecOptions plain;
   RecOptions merged;
   merged.pad_batch = true;
@@ -248,16 +252,9 @@ TEST(RecConcurrentCalls, SameTextsAndTheCallsOverlap) {
   ASSERT_TRUE(model.is_ok()) << model.status().to_string();
   auto dict = Dictionary::load(testing::models_dir() + "/ppocr_keys_v1.txt");
   ASSERT_TRUE(dict.is_ok());
-  std::vector<cv::Mat> crops;
   // Short words and long lines: batches of three widths, so three calls.
-  const char* words[] = {"17",        "OCR",         "2026", "tax",       "TOTAL 12.50 EUR",         "cash",
-                         "receipt 4", "item twelve", "ok",   "A B C D E", "the longest line of all", "q"};
-  for (const char* w : words) {
-    int width = 14 + 19 * static_cast<int>(std::string(w).size());
-    cv::Mat m(32, width, CV_8UC3, cv::Scalar(250, 250, 250));
-    cv::putText(m, w, {4, 24}, cv::FONT_HERSHEY_SIMPLEX, 0.8, cv::Scalar(10, 10, 10), 2, cv::LINE_AA);
-    crops.push_back(m);
-  }
+  const std::vector<cv::Mat> crops = text_crops({"17", "OCR", "2026", "tax", "TOTAL 12.50 EUR", "cash", "receipt 4",
+                                                 "item twelve", "ok", "A B C D E", "the longest line of all", "q"});
   std::shared_ptr<runtime::Runner> shared = std::move(model).value();
   auto serial_counter = std::make_shared<OverlapCounter>(shared);
   auto conc_counter = std::make_shared<OverlapCounter>(shared);
