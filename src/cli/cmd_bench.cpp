@@ -22,6 +22,7 @@
 #include "cli/engine_options.h"
 #include "core/metrics.h"
 #include "core/parallel.h"
+#include "core/proc_children.h"
 #include "core/timer.h"
 #include "engine/engine.h"
 #include "engine/result_format.h"
@@ -225,27 +226,7 @@ double process_tree_cpu_ms() {
   ::getrusage(RUSAGE_SELF, &self);
   ::getrusage(RUSAGE_CHILDREN, &ended);
   double total = ms(self.ru_utime) + ms(self.ru_stime) + ms(ended.ru_utime) + ms(ended.ru_stime);
-  const double tick_ms = 1000.0 / static_cast<double>(std::max(1L, ::sysconf(_SC_CLK_TCK)));
-  const long me = static_cast<long>(::getpid());
-  std::error_code ec;
-  for (const auto& entry : std::filesystem::directory_iterator("/proc", ec)) {
-    const std::string name = entry.path().filename().string();
-    if (name.empty() || !std::all_of(name.begin(), name.end(), [](unsigned char c) { return std::isdigit(c); }))
-      continue;
-    std::ifstream f(entry.path() / "stat");
-    std::string stat((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-    const size_t close = stat.rfind(')');  // the command name may hold spaces and parentheses
-    if (close == std::string::npos) continue;
-    std::istringstream fields(stat.substr(close + 1));
-    std::string state;
-    long ppid = 0;
-    fields >> state >> ppid;
-    if (ppid != me) continue;
-    std::string skip;
-    for (int i = 0; i < 9; ++i) fields >> skip;  // pgrp .. cmajflt (fields 5-13)
-    double utime = 0, stime = 0;
-    if (fields >> utime >> stime) total += (utime + stime) * tick_ms;
-  }
+  for (const ChildProcess& c : child_processes(::getpid())) total += c.cpu_ms;
   return total;
 }
 

@@ -22,6 +22,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/proc_children.h"
 #include "server/request_parse.h"
 #include "test_util.h"
 
@@ -135,19 +136,9 @@ class ServerProcess {
   // Process ids of the worker processes this server started (children running `steadyocr __worker`).
   std::vector<pid_t> workers() const {
     std::vector<pid_t> out;
-    for (const auto& e : std::filesystem::directory_iterator("/proc")) {
-      const std::string name = e.path().filename().string();
-      if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-      std::string stat = read_file(e.path().string() + "/stat");  // pid (comm) state ppid ...
-      auto close = stat.rfind(')');
-      if (close == std::string::npos) continue;
-      std::istringstream rest(stat.substr(close + 2));
-      std::string state;
-      pid_t ppid = 0;
-      rest >> state >> ppid;
-      if (ppid != pid_) continue;
-      if (read_file(e.path().string() + "/cmdline").find("__worker") != std::string::npos) {
-        out.push_back(static_cast<pid_t>(std::stoi(name)));
+    for (const ChildProcess& c : child_processes(pid_)) {
+      if (read_file("/proc/" + std::to_string(c.pid) + "/cmdline").find("__worker") != std::string::npos) {
+        out.push_back(c.pid);
       }
     }
     return out;
