@@ -12,7 +12,7 @@
 #   -- models ../shared/data/synth-dev ../shared/data/sroie-dev ../shared/tools/peers ../shared/tools/ocr_eval.py \
 #   ../shared/data/golden BASE_DIR   (BASE_DIR, optional: the steadyocr binary before the change)
 # Device (repo root, carry [".devbundle"]): scripts/device_stream.sh
-#   (STEPS="tests rules ab one ocr peer", SETS, BACKENDS, VARIANTS="chunk32cv streamcv stream slots4", ROUNDS=2, REPEAT=3,
+#   (STEPS="tests rules ab one ocr perf peer", SETS, BACKENDS, VARIANTS="chunk32cv streamcv stream slots4", ROUNDS=2, REPEAT=3,
 #    BASE=name of BASE_DIR, ONE_BACKENDS=cuda-fp16)
 set -u
 STEPS=${STEPS:-tests rules ab one ocr peer}
@@ -31,15 +31,24 @@ SO="$B/env.sh $B/bin/steadyocr"
 
 # ...cv: OpenCV's own parallel loops (TBB) on every core in the worker, as before (the worker now turns them off when
 # it reads its images one per thread).
+# tun...: glibc keeping freed blocks mapped (trim and mmap thresholds at 256 MiB, inherited by the worker), to see what
+# the pages faulted in afresh (and unmapped again) for every image cost with many images in flight.
+TUNABLES="GLIBC_TUNABLES=glibc.malloc.trim_threshold=268435456:glibc.malloc.mmap_threshold=268435456"
 variant_env() {
   case "$1" in
     *cv) echo "OPENCV_FOR_THREADS_NUM=$(nproc)" ;;
+    tun*) echo "$TUNABLES" ;;
+    nocudnn) echo "STEADYOCR_CUDA_CUDNN=0" ;;    # regular convolutions as im2col + cuBLAS GEMM, no cuDNN call
+    nographs) echo "STEADYOCR_CUDA_GRAPHS=0" ;;  # every run enqueued step by step
+    handles*) echo "STEADYOCR_CUDA_CUDNN_HANDLES=${1#handles}" ;;
   esac
 }
 variant_flags() {
   case "$1" in
     chunk*) v=${1#chunk}; echo "--chunk ${v%cv}" ;;
-    slots*) echo "--batch-slots ${1#slots}" ;;
+    slots* | tunslots*) echo "--batch-slots ${1##*slots}" ;;
+    mem*) echo "--gpu-mem ${1#mem}" ;;
+    bucket*) echo "--rec-width-bucket ${1#bucket}" ;;
   esac
 }
 
@@ -74,11 +83,12 @@ if want tests; then
 fi
 
 if want rules; then
-  # fp16's static precision rules: one scan per model the worker loads; the scans' own time and the others' waits.
+  # fp16's static precision rules: one scan per model the worker loads; the scans' own time and the others' waits;
+  # and where planning's time goes (every prepare phase's total, the plans made).
   timeout 300 $SO --log-level debug bench "$F/synth-dev" --models "$F/models" --backend cuda-fp16 --require-gpu \
     --warmup 1 --repeat 2 --json >"$W/rules.json" 2>"$W/rules.log"
   echo "== fp16 rules: exit $?" | tee -a "$S"
-  grep -E 'steadyocr_cuda_static_precision_scans_total|phase="static_precision|steadyocr_cuda_plans_prepared' \
+  grep -E 'steadyocr_cuda_static_precision_scans_total|steadyocr_cuda_plans_prepared|_plan_ms_total|prepare_ms_total|run_modes|graphs_captured' \
     "$W/rules.log" | sort | uniq | sed 's/^ */   /' | tee -a "$S"
   bench_line "$W/rules.json" "rules synth-dev cuda-fp16"
 fi
@@ -111,8 +121,7 @@ if want one; then
   for set in $SETS; do
     for be in ${ONE_BACKENDS:-cuda-fp16}; do
       for v in ${ONE_VARIANTS:-serial conc tun tun conc serial}; do
-        tun="" flags=""
-        [ $v = tun ] && tun="GLIBC_TUNABLES=glibc.malloc.trim_threshold=268435456:glibc.malloc.mmap_threshold=268435456"
+        tun=$(variant_env "$v") flags=$(variant_flags "$v")
         [ $v = serial ] && flags=--rec-serial-calls
         env $tun STEADYOCR_WORKER_CONCURRENCY=1 timeout 300 $SO bench "$F/$set" --models "$F/models" --backend "$be" \
           --require-gpu --warmup 1 --repeat "$REPEAT" --json $flags >"$W/one.$set.$be.$v.json" 2>"$W/one.$set.$be.$v.log"
@@ -145,7 +154,25 @@ if want ocr; then
   done
 fi
 
+if want perf; then
+  # Where the host's CPU goes with many images in flight: perf (when the machine has it) over one bench, the worker
+  # included; the top symbols by self time.
+  if command -v perf >/dev/null; then
+    for v in ${PERF_VARIANTS:-stream}; do
+      env $(variant_env "$v") timeout 300 perf record -F 999 -g -o "$W/perf.$v.data" -- $SO bench \
+        "$F/synth-dev" --models "$F/models" --backend cuda-fp16 --require-gpu --warmup 1 --repeat "$REPEAT" --json \
+        $(variant_flags "$v") >"$W/perf.$v.json" 2>"$W/perf.$v.log"
+      bench_line "$W/perf.$v.json" "perf $v"
+      perf report -i "$W/perf.$v.data" --no-children --sort dso,sym 2>/dev/null | grep -E '^ +[0-9]' | head -45 |
+        tee -a "$S"
+      perf report -i "$W/perf.$v.data" --no-children --sort comm 2>/dev/null | grep -E '^ +[0-9]' | head -12 | tee -a "$S"
+    done
+  else
+    echo "perf: not on this machine" | tee -a "$S"
+  fi
+fi
+
 if want peer; then
   for set in $SETS; do device_torch_peer "$set"; done
 fi
-tar czf "$OUT/stream.tgz" -C /tmp stream
+tar czf "$OUT/stream.tgz" --exclude='*.data' -C /tmp stream

@@ -472,6 +472,9 @@ Status CudaPreparedGraph::run_once(const std::vector<Tensor>& inputs, std::vecto
   const bool replay = graphs && exec_ && exec_arena_ == arena_.id;
   if (!replay) RETURN_IF_ERROR(need_cudnn());  // the steps call cuDNN as they are enqueued
   const ExecContext ctx = context(plan);
+  // How the steps went to the device: a replayed graph (one launch) or enqueued one by one (a launch per kernel, cuDNN
+  // and cuBLAS calls on the host); with many input shapes few plans run often enough to replay.
+  metrics::inc("steadyocr_cuda_run_modes_total", {{"model", role_}, {"mode", replay ? "replay" : "eager"}});
   SO_GPU_CHECK(cudaEventRecord(lane_->events[1], lane_->stream));
   if (replay) {
     SO_GPU_CHECK(cudaGraphLaunch(exec_, lane_->stream));
