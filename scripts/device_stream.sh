@@ -12,7 +12,7 @@
 #   -- models ../shared/data/synth-dev ../shared/data/sroie-dev ../shared/tools/peers ../shared/tools/ocr_eval.py \
 #   ../shared/data/golden BASE_DIR   (BASE_DIR, optional: the steadyocr binary before the change)
 # Device (repo root, carry [".devbundle"]): scripts/device_stream.sh
-#   (STEPS="tests rules ab one ocr perf peer", SETS, BACKENDS, VARIANTS="chunk32cv streamcv stream slots4", ROUNDS=2, REPEAT=3,
+#   (STEPS="tests rules ab one ocr modes perf peer", SETS, BACKENDS, VARIANTS="chunk32cv streamcv stream slots4", ROUNDS=2, REPEAT=3,
 #    BASE=name of BASE_DIR, ONE_BACKENDS=cuda-fp16)
 set -u
 STEPS=${STEPS:-tests rules ab one ocr peer}
@@ -41,6 +41,7 @@ variant_env() {
     nocudnn) echo "STEADYOCR_CUDA_CUDNN=0" ;;    # regular convolutions as im2col + cuBLAS GEMM, no cuDNN call
     nographs) echo "STEADYOCR_CUDA_GRAPHS=0" ;;  # every run enqueued step by step
     handles*) echo "STEADYOCR_CUDA_CUDNN_HANDLES=${1#handles}" ;;
+    perplan) echo "STEADYOCR_CUDA_ARENAS=per-plan" ;;  # each plan instance keeps its arena (its graph always replays)
   esac
 }
 variant_flags() {
@@ -150,6 +151,21 @@ if want ocr; then
         "$W/ocr.$set.$be.base.json" "$W/ocr.$set.$be.new.json" "$set $be" "base against new" | tee -a "$S"
       device_ocr_eval "$set" "$W/ocr.$set.$be.new.json" "$set $be new"
       echo | tee -a "$S"
+    done
+  done
+fi
+
+if want modes; then
+  # How runs reach the device (graph replay or one step at a time), and planning's phases, with many images in flight
+  # and with one: a debug bench each, the worker's totals.
+  for conc in 16 1; do
+    for be in ${BACKENDS}; do
+      tag=modes.$be.c$conc
+      STEADYOCR_WORKER_CONCURRENCY=$conc timeout 300 $SO --log-level debug bench "$F/synth-dev" --models "$F/models" \
+        --backend "$be" --require-gpu --warmup 1 --repeat "$REPEAT" --json >"$W/$tag.json" 2>"$W/$tag.log"
+      bench_line "$W/$tag.json" "$tag"
+      grep -E 'run_modes|graphs_captured|graph_capture_ms|prepare_ms_total|_plan_ms_total|model_plans_total|build_ms_total\{op="(Conv|MatMul)"|arena_waits|cudnn_lease' \
+        "$W/$tag.log" | sed 's/^ */   /' | tee -a "$S"
     done
   done
 fi
