@@ -305,6 +305,52 @@ TEST(CudaRuntime, Fp16StaticRulesAreWorkedOutOncePerModel) {
       << "six plans of one model scanned its weights more than once";
 }
 
+// fp16's calibration runs an fp32 plan that keeps every value: for a large recognition batch that is over a GiB. Under
+// a budget it does not fit, the run goes ahead with the static policy and the model waits for a smaller input: the
+// large plan's second run does not build a keep-all plan again, a small input calibrates the model, and the large
+// plan then takes that result (its outputs equal a plan made after the calibration).
+TEST(CudaRuntime, Fp16CalibrationTooLargeForTheBudgetWaitsForASmallerInput) {
+  SO_REQUIRE_MODELS();
+  constexpr size_t kBudget = size_t{384} << 20;
+  std::string why;
+  auto backend = cuda_backend_or_null("cuda-fp16", &why, kBudget);
+  if (!backend) GTEST_SKIP() << "no CUDA device: " << why;
+  const Shape large = {48, 3, 48, 320}, small = {2, 3, 48, 96};
+  auto g_large = optimized_model(kRecModel, large);
+  auto g_small = optimized_model(kRecModel, small);
+  ASSERT_TRUE(g_large.is_ok() && g_small.is_ok());
+  const auto deferred = [](const char* reason) {
+    return metrics::value("steadyocr_cuda_precision_calibration_deferred_total",
+                          {{"model", "rec"}, {"reason", reason}});
+  };
+  const auto calibrations = [] { return metrics::total("steadyocr_cuda_precision_calibrations_total"); };
+  const double budget0 = deferred("budget"), too_large0 = deferred("too_large"), cal0 = calibrations();
+  Tensor x = random_tensor(large, 11);
+  auto p_large = backend->prepare(*g_large);
+  ASSERT_TRUE(p_large.is_ok()) << p_large.status().to_string();
+  std::vector<Tensor> out;
+  ASSERT_TRUE((*p_large)->run({x}, &out).is_ok());
+  EXPECT_EQ(deferred("budget") - budget0, 1) << "the large input's check should have been refused by the budget";
+  ASSERT_TRUE((*p_large)->run({x}, &out).is_ok());
+  EXPECT_EQ(deferred("budget") - budget0, 1) << "the second run tried the keep-all check again";
+  EXPECT_EQ(deferred("too_large") - too_large0, 1);
+  EXPECT_EQ(calibrations() - cal0, 0);
+
+  auto p_small = backend->prepare(*g_small);
+  ASSERT_TRUE(p_small.is_ok()) << p_small.status().to_string();
+  ASSERT_TRUE((*p_small)->run({random_tensor(small, 12)}, &out).is_ok());
+  EXPECT_EQ(calibrations() - cal0, 1) << "the small input did not calibrate the model";
+
+  std::vector<Tensor> adopted, fresh;
+  ASSERT_TRUE((*p_large)->run({x}, &adopted).is_ok());
+  EXPECT_EQ(deferred("too_large") - too_large0, 1) << "the large plan did not take the model's calibration";
+  auto p_after = backend->prepare(*g_large);  // made after the calibration: built with its result
+  ASSERT_TRUE(p_after.is_ok()) << p_after.status().to_string();
+  ASSERT_TRUE((*p_after)->run({x}, &fresh).is_ok());
+  EXPECT_TRUE(identical(adopted[0], fresh[0])) << "the large plan's outputs differ from a plan made after calibration";
+  EXPECT_EQ(calibrations() - cal0, 1);
+}
+
 TEST(CudaRuntime, GraphReplayGivesTheEagerResult) {
   SO_REQUIRE_MODELS();
   SO_CUDA_BACKEND_OR_SKIP(backend, "cuda-fp32");

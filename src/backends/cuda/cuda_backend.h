@@ -39,6 +39,10 @@ struct BackendState {
   // result (warm-up plans dozens at once; each calibrating on its own ran fp32 keep-all plans of up to 2.5 GiB).
   std::set<std::string> calibrating;
   std::condition_variable calibrated;
+  // model signature -> the smallest input (elements) whose calibration the memory budget refused: its fp32 keep-all
+  // check did not fit. Inputs as large or larger do not try again (each try builds a keep-all plan first); they run
+  // with the static policy until a smaller input calibrates the model, and then take its result.
+  std::map<std::string, int64_t> calibration_too_large;
 };
 
 class CudaBackend final : public Backend {

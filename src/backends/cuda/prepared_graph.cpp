@@ -326,7 +326,8 @@ Status CudaPreparedGraph::rebuild(const std::set<std::string>& f32_nodes) {
 
 Status CudaPreparedGraph::ensure_precision(const std::vector<Tensor>& inputs) {
   if (precision_settled_) return Status::ok();
-  precision_settled_ = true;
+  int64_t numel = 0;
+  for (const Tensor& t : inputs) numel += t.numel();
   {
     // One calibration per model at a time: a plan whose model is being calibrated waits for the result (it holds a
     // lane but no cuDNN handle and no arena, so the calibrating run never waits for it).
@@ -334,9 +335,18 @@ Status CudaPreparedGraph::ensure_precision(const std::vector<Tensor>& inputs) {
     for (;;) {
       auto it = state_->f32_nodes.find(signature_);
       if (it != state_->f32_nodes.end()) {
+        precision_settled_ = true;
         std::set<std::string> settled = it->second;
         lock.unlock();
         return settled == built_f32_ ? Status::ok() : rebuild(settled);
+      }
+      // An input at least as large as one whose check did not fit the budget runs with the static policy for now
+      // (unsettled: a later run takes the model's result once a smaller input has calibrated it).
+      auto too_large = state_->calibration_too_large.find(signature_);
+      if (too_large != state_->calibration_too_large.end() && numel >= too_large->second) {
+        metrics::inc("steadyocr_cuda_precision_calibration_deferred_total",
+                     {{"model", role_}, {"reason", "too_large"}});
+        return Status::ok();
       }
       if (state_->calibrating.insert(signature_).second) break;
       metrics::inc("steadyocr_cuda_precision_calibration_waits_total", {{"model", role_}});
@@ -359,11 +369,40 @@ Status CudaPreparedGraph::ensure_precision(const std::vector<Tensor>& inputs) {
   auto cal =
       calibrate_precision(*state_->device, cudnn_.get(), context(*plan_), graph_, inputs, built_f32_, plan_options());
   if (!cal.is_ok()) {
-    if (cal.status().code() == StatusCode::kDeviceFault) return cal.status();
+    if (cal.status().code() == StatusCode::kDeviceFault) {
+      precision_settled_ = true;
+      return cal.status();
+    }
+    if (cal.status().code() == StatusCode::kResourceExhausted) {
+      // The fp32 keep-all check of this input needs more memory than the budget has: a smaller input calibrates
+      // the model (the engine's self-test runs small ones), and this plan takes that result on a later run.
+      bool first = false;
+      {
+        std::lock_guard<std::mutex> lock(state_->mu);
+        auto [it, inserted] = state_->calibration_too_large.try_emplace(signature_, numel);
+        first = inserted;
+        it->second = std::min(it->second, numel);
+      }
+      metrics::inc("steadyocr_cuda_precision_calibration_deferred_total", {{"model", role_}, {"reason", "budget"}});
+      std::string why = cal.status().message();
+      why = why.substr(0, why.find("; raise"));  // the pool's advice is for a run; this one runs regardless
+      const std::string what = fmt::format(
+          "{} calibration for {} waits for a smaller input: the fp32 check of a {}-element input does not "
+          "fit the memory budget ({}); until then its runs keep the static per-layer policy",
+          state_->name, role_, numel, why);
+      if (first) {
+        log::info("cuda", "{}", what);
+      } else {
+        log::debug("cuda", "{}", what);
+      }
+      return Status::ok();
+    }
+    precision_settled_ = true;
     log::warn("cuda", "{} calibration for {} could not run ({}); keeping the static per-layer policy", state_->name,
               role_, cal.status().to_string());
     return Status::ok();
   }
+  precision_settled_ = true;
   log::info("cuda", "{} precision for {} ({:.0f} ms): {}", state_->name, role_, sw.elapsed_ms(), cal->summary);
   metrics::inc("steadyocr_cuda_precision_calibrations_total", {{"model", role_}});
   {
