@@ -145,7 +145,9 @@ if want ocr; then
         [ $v = base ] && bin="$B/env.sh $F/$BASE/steadyocr"
         timeout 300 $bin ocr "$F/$set" --models "$F/models" --backend "$be" --require-gpu --format json \
           -o "$W/ocr.$set.$be.$v.json" >/dev/null 2>"$W/ocr.$set.$be.$v.log"
-        echo "== ocr $set $be $v: exit $?; $(grep -E '^ocr: [0-9]+ images' "$W/ocr.$set.$be.$v.log")" | tee -a "$S"
+        echo "== ocr $set $be $v: exit $?; $(grep -E '^ocr: [0-9]+ images' "$W/ocr.$set.$be.$v.log"); $(grep -c WARN \
+          "$W/ocr.$set.$be.$v.log") warnings; $(grep -E 'INFO .*(precision for|calibration for|planned [0-9]+ bucketed)' \
+          "$W/ocr.$set.$be.$v.log" | sed 's/^.*INFO *//' | cut -c1-140 | tr '\n' ' ')" | tee -a "$S"
       done
       [ -f "$W/ocr.$set.$be.base.json" ] && python3 "$REPO/scripts/compare_ocr_lines.py" \
         "$W/ocr.$set.$be.base.json" "$W/ocr.$set.$be.new.json" "$set $be" "base against new" | tee -a "$S"
