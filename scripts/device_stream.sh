@@ -12,7 +12,7 @@
 #   -- models ../shared/data/synth-dev ../shared/data/sroie-dev ../shared/tools/peers ../shared/tools/ocr_eval.py \
 #   ../shared/data/golden BASE_DIR   (BASE_DIR, optional: the steadyocr binary before the change)
 # Device (repo root, carry [".devbundle"]): scripts/device_stream.sh
-#   (STEPS="tests rules ab one ocr modes perf peer", SETS, BACKENDS, VARIANTS="chunk32cv streamcv stream slots4", ROUNDS=2, REPEAT=3,
+#   (STEPS="tests rules ab one ocr modes profile perf peer", SETS, BACKENDS, VARIANTS="chunk32cv streamcv stream slots4", ROUNDS=2, REPEAT=3,
 #    BASE=name of BASE_DIR, ONE_BACKENDS=cuda-fp16)
 set -u
 STEPS=${STEPS:-tests rules ab one ocr peer}
@@ -172,6 +172,35 @@ if want modes; then
   done
 fi
 
+if want profile; then
+  # Where a rec call's device time goes, one image in flight and 16: the per-step device profile (events after every
+  # step, eager, STEADYOCR_CUDA_PROFILE_OPS) of fp16, the last line of each plan; then, where the machine has Nsight
+  # Systems, a timeline summary of a plain bench (kernels by total time, CUDA API calls by total time).
+  for conc in 1 16; do
+    STEADYOCR_WORKER_CONCURRENCY=$conc STEADYOCR_CUDA_PROFILE_OPS=20 timeout 300 $SO bench "$F/synth-dev" \
+      --models "$F/models" --backend cuda-fp16 --require-gpu --warmup 1 --repeat "$REPEAT" --json \
+      >"$W/profile.c$conc.json" 2>"$W/profile.c$conc.log"
+    bench_line "$W/profile.c$conc.json" "profile c$conc"
+    # The lines of the plans that ran most (each plan logs every 20 runs; "(S steps, R runs, ...").
+    grep "op profile" "$W/profile.c$conc.log" | sed 's/.*op profile/op profile/' |
+      awk -F'[(,]' '{ split($3, r, " "); print r[1] "\t" $0 }' | sort -n -r | head -6 | cut -f2 | cut -c1-600 |
+      sed 's/^/   /' | tee -a "$S"
+  done
+  NSYS=$(command -v nsys || ls /usr/local/cuda*/bin/nsys /opt/nvidia/nsight-systems/*/bin/nsys 2>/dev/null | head -1)
+  if [ -n "$NSYS" ]; then
+    timeout 300 "$NSYS" profile -t cuda,osrt --stats=false -o "$W/nsys" -f true $SO bench "$F/synth-dev" \
+      --models "$F/models" --backend cuda-fp16 --require-gpu --warmup 1 --repeat "$REPEAT" --json \
+      >"$W/nsys.json" 2>"$W/nsys.log"
+    bench_line "$W/nsys.json" "nsys"
+    for r in cuda_gpu_kern_sum cuda_api_sum; do
+      "$NSYS" stats -r "$r" -f csv "$W/nsys.nsys-rep" 2>/dev/null | head -25 | cut -c1-220 | sed "s/^/   $r: /" |
+        tee -a "$S"
+    done
+  else
+    echo "nsys: not on this machine" | tee -a "$S"
+  fi
+fi
+
 if want perf; then
   # Where the host's CPU goes with many images in flight: perf (when the machine has it) over one bench, the worker
   # included; the top symbols by self time.
@@ -193,4 +222,4 @@ fi
 if want peer; then
   for set in $SETS; do device_torch_peer "$set"; done
 fi
-tar czf "$OUT/stream.tgz" --exclude='*.data' -C /tmp stream
+tar czf "$OUT/stream.tgz" --exclude='*.data' --exclude='*.nsys-rep' --exclude='*.sqlite' -C /tmp stream
