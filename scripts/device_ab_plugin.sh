@@ -16,17 +16,14 @@ REPEAT=${REPEAT:-3}
 SETS=${SETS:-synth-dev sroie-dev}
 CONCS=${CONCS:-default 1}
 BASE=${BASE:-plugin_base}
-want() { [[ " $PARTS " == *" $1 "* ]]; }
-REPO=$PWD
+STEPS=$PARTS
 export OUT=${OUT:-/tmp/ab_out}
 R=/tmp/ab
-rm -rf "$R" /tmp/bundle && mkdir -p "$OUT" "$R"
-tar xzf .devbundle/bundle.tgz -C /tmp || exit 2
-cd /tmp/bundle || exit 2
-F=$PWD/files
-S=$OUT/summary.txt
-echo "# device_ab_plugin $(date -u +%Y-%m-%dT%H:%M:%SZ); $(nvidia-smi --query-gpu=name,driver_version \
-  --format=csv,noheader); $(nproc) cores" | tee -a "$S"
+W=$R
+# shellcheck source=scripts/device_lib.sh
+. "$(dirname "$0")/device_lib.sh"
+device_begin device_ab_plugin "$R" "$OUT"
+cd "$B" || exit 2
 # Variants: base (the base plugin), new (this build's), newhost (this build's with --host-normalize, which isolates the
 # plugin from the detector's byte input).
 VARIANTS=${VARIANTS:-base new newhost}
@@ -38,11 +35,7 @@ plugin_flag() {
 }
 
 if want tests; then
-  STEADYOCR_MODELS=$F/models STEADYOCR_SHARED_DATA=$F STEADYOCR_TEST_DATA=$REPO/tests/data ./env.sh bin/test_backends \
-    --gtest_filter='Cuda*:*Cuda*:*cuda*' >"$R/tests.log" 2>&1
-  echo "CUDA tests (test_backends Cuda*:*Cuda*:*cuda*): exit $?; $(grep -E '^\[  (PASSED|FAILED)  \]|tests? from .* ran|^\[  SKIPPED \] [0-9]' \
-    "$R/tests.log" | tr '\n' ' ')" | tee -a "$S"
-  grep -E '^\[  FAILED  \]' "$R/tests.log" | head -20 | tee -a "$S"
+  device_cuda_tests
 fi
 
 if want bench; then

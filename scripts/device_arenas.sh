@@ -11,21 +11,16 @@
 set -uo pipefail
 PARTS=${PARTS:-tests bench ocr}
 REPEAT=${REPEAT:-3}
-want() { [[ " $PARTS " == *" $1 "* ]]; }
-REPO=$PWD
+STEPS=$PARTS
 OUT=${OUT:-/tmp/arenas_out}
 R=/tmp/r
-rm -rf "$R" /tmp/bundle && mkdir -p "$OUT" "$R"
-tar xzf .devbundle/bundle.tgz -C /tmp || exit 2
-cd /tmp/bundle || exit 2
-F=$PWD/files
-S=$OUT/summary.txt
+W=$R
+# shellcheck source=scripts/device_lib.sh
+. "$(dirname "$0")/device_lib.sh"
+device_begin device_arenas "$R" "$OUT" \
+  "$(nvidia-smi --query-gpu=memory.total --format=csv,noheader 2>/dev/null) device memory"
+cd "$B" || exit 2
 export STEADYOCR_MODELS=$F/models STEADYOCR_SHARED_DATA=$F STEADYOCR_TEST_DATA=$REPO/tests/data
-{
-  echo "# device_arenas $(date -u +%Y-%m-%dT%H:%M:%SZ)"
-  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
-  echo "cpu: $(nproc) cores"
-} | tee "$S"
 
 # Runs a command while sampling the GPU's used memory; prints the peak in MiB.
 with_peak() {  # log cmd...
@@ -41,10 +36,7 @@ with_peak() {  # log cmd...
 }
 
 if want tests; then
-  ./env.sh bin/test_backends --gtest_filter='Cuda*:*Cuda*' >"$R/tests.log" 2>&1
-  echo "CUDA tests (test_backends Cuda*): exit $?; $(grep -E '^\[  (PASSED|FAILED)  \]|tests? from .* ran' "$R/tests.log" |
-    tr '\n' ' ')" | tee -a "$S"
-  grep -E '^\[  FAILED  \]' "$R/tests.log" | head -20 | tee -a "$S"
+  device_cuda_tests
   grep -E 'device free before' "$R/tests.log" | tee -a "$S"
 fi
 

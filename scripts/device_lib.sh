@@ -1,7 +1,8 @@
 #!/bin/bash
-# Sourced by the device scripts (device_shapes.sh, device_ab_sync.sh, device_checks.sh, device_stream.sh): the bundle
-# unpacked, the summary file, the STEPS test and the header line, and the steps they share (the CUDA tests, the
-# PyTorch peer, ocr_eval's line), in one place.
+# Sourced by the device scripts (device_shapes.sh, device_ab_sync.sh, device_checks.sh, device_stream.sh,
+# device_top1.sh, device_ab_plugin.sh, device_arenas.sh; the last three name their steps PARTS): the bundle unpacked,
+# the summary file, the STEPS test and the header line, and the steps they share (the CUDA tests, the PyTorch peer,
+# ocr_eval's line), in one place.
 #   device_begin NAME WORKDIR OUTDIR [EXTRA HEADER TEXT]
 # leaves REPO (the repository root, the caller's working directory), B (the unpacked bundle), F (its data files) and
 # S (OUTDIR/summary.txt); exits 2 when the bundle cannot be unpacked.

@@ -10,23 +10,16 @@
 #   -- models ../shared/data/synth-dev ../shared/data/sroie-dev ../shared/tools/ocr_eval.py ../shared/data/golden
 # Device (repo root, carry [".devbundle"]): scripts/device_top1.sh   (PARTS="tests table probe ocr")
 set -uo pipefail
-PARTS=${PARTS:-tests table probe ocr}
-want() { [[ " $PARTS " == *" $1 "* ]]; }
-REPO=$PWD
+STEPS=${PARTS:-tests table probe ocr}
 export OUT=${OUT:-/tmp/top1_out}
 R=/tmp/t1
-rm -rf "$R" /tmp/bundle && mkdir -p "$OUT" "$R"
-tar xzf .devbundle/bundle.tgz -C /tmp || exit 2
-S=$OUT/summary.txt
-echo "# device_top1 $(date -u +%Y-%m-%dT%H:%M:%SZ)" | tee -a "$S"
+W=$R
+# shellcheck source=scripts/device_lib.sh
+. "$(dirname "$0")/device_lib.sh"
+device_begin device_top1 "$R" "$OUT"
 
 if want tests; then
-  (cd /tmp/bundle && STEADYOCR_MODELS=$PWD/files/models STEADYOCR_SHARED_DATA=$PWD/files \
-    STEADYOCR_TEST_DATA=$REPO/tests/data ./env.sh bin/test_backends --gtest_filter='Cuda*:*Cuda*:*Top1*') \
-    >"$R/tests.log" 2>&1
-  echo "CUDA tests (test_backends Cuda*:*Cuda*:*Top1*): exit $?; $(grep -E '^\[  (PASSED|FAILED)  \]|tests? from .* ran' \
-    "$R/tests.log" | tr '\n' ' ')" | tee -a "$S"
-  grep -E '^\[  FAILED  \]' "$R/tests.log" | head -20 | tee -a "$S"
+  device_cuda_tests
 fi
 
 if want table; then
