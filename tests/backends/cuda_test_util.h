@@ -27,11 +27,13 @@ inline std::shared_ptr<Backend> cuda_backend_or_null(const std::string& name, st
   return *b;
 }
 
-// A GPU test starts with this: skips with the loader's reason where no CUDA device is usable.
-#define SO_CUDA_BACKEND_OR_SKIP(var, name)                                  \
-  std::string so_why_##var;                                                 \
-  std::shared_ptr<Backend> var = cuda_backend_or_null(name, &so_why_##var); \
+// A GPU test starts with this: skips with the loader's reason where no CUDA device is usable. The _BUDGET form gives
+// the backend a device memory budget (bytes; 0: none).
+#define SO_CUDA_BACKEND_BUDGET_OR_SKIP(var, name, budget)                           \
+  std::string so_why_##var;                                                         \
+  std::shared_ptr<Backend> var = cuda_backend_or_null(name, &so_why_##var, budget); \
   if (!var) GTEST_SKIP() << name << " unavailable (no device): " << so_why_##var
+#define SO_CUDA_BACKEND_OR_SKIP(var, name) SO_CUDA_BACKEND_BUDGET_OR_SKIP(var, name, 0)
 
 // The model file, imported, specialised for `shape` and optimised as the runtime does.
 inline Result<graph::Graph> optimized_model(const std::string& file, const Shape& shape) {

@@ -148,9 +148,7 @@ TEST(CudaRuntime, ShapesRunInTurnShareOneArena) {
 
 TEST(CudaRuntime, BudgetRefusesAPlanThatDoesNotFit) {
   SO_REQUIRE_MODELS();
-  std::string why;
-  auto backend = cuda_backend_or_null("cuda-fp32", &why, size_t{8} << 20);
-  if (!backend) GTEST_SKIP() << "no CUDA device: " << why;
+  SO_CUDA_BACKEND_BUDGET_OR_SKIP(backend, "cuda-fp32", size_t{8} << 20);
   auto g = optimized_model(kDetModel, {1, 3, 960, 960});
   ASSERT_TRUE(g.is_ok());
   auto p = backend->prepare(*g);
@@ -167,9 +165,7 @@ TEST(CudaRuntime, BudgetIsACeilingMetByWaiting) {
   SO_REQUIRE_MODELS();
   // Weights (~5 MiB) and 8 lanes' cuBLAS workspaces (4 MiB each) come from the same budget: ~2-3 arenas are left.
   constexpr size_t kBudget = size_t{96} << 20;
-  std::string why;
-  auto backend = cuda_backend_or_null("cuda-fp32", &why, kBudget);
-  if (!backend) GTEST_SKIP() << "no CUDA device: " << why;
+  SO_CUDA_BACKEND_BUDGET_OR_SKIP(backend, "cuda-fp32", kBudget);
   const Shape shapes[2] = {{1, 3, 384, 384}, {1, 3, 256, 320}};
   runtime::ModelOptions mo;
   mo.max_replicas = 8;  // each thread its own instance of a shape: 8 runs in flight, each wanting an arena
@@ -230,9 +226,7 @@ TEST(CudaRuntime, BudgetIsACeilingMetByWaiting) {
 // result is the one-at-a-time result.
 TEST(CudaRuntime, CudnnHandlesAreFewerThanLanes) {
   SO_REQUIRE_MODELS();
-  std::string why;
-  auto backend = cuda_backend_or_null("cuda-fp32", &why, 0);
-  if (!backend) GTEST_SKIP() << "no CUDA device: " << why;
+  SO_CUDA_BACKEND_OR_SKIP(backend, "cuda-fp32");
   const Shape shapes[4] = {{1, 3, 160, 224}, {1, 3, 192, 256}, {1, 3, 224, 224}, {1, 3, 256, 192}};
   runtime::ModelOptions mo;
   mo.max_replicas = 8;
@@ -312,9 +306,7 @@ TEST(CudaRuntime, Fp16StaticRulesAreWorkedOutOncePerModel) {
 TEST(CudaRuntime, Fp16CalibrationTooLargeForTheBudgetWaitsForASmallerInput) {
   SO_REQUIRE_MODELS();
   constexpr size_t kBudget = size_t{384} << 20;
-  std::string why;
-  auto backend = cuda_backend_or_null("cuda-fp16", &why, kBudget);
-  if (!backend) GTEST_SKIP() << "no CUDA device: " << why;
+  SO_CUDA_BACKEND_BUDGET_OR_SKIP(backend, "cuda-fp16", kBudget);
   const Shape large = {48, 3, 48, 320}, small = {2, 3, 48, 96};
   auto g_large = optimized_model(kRecModel, large);
   auto g_small = optimized_model(kRecModel, small);
