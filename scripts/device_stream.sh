@@ -12,7 +12,7 @@
 #   -- models ../shared/data/synth-dev ../shared/data/sroie-dev ../shared/tools/peers ../shared/tools/ocr_eval.py \
 #   ../shared/data/golden BASE_DIR   (BASE_DIR, optional: the steadyocr binary before the change)
 # Device (repo root, carry [".devbundle"]): scripts/device_stream.sh
-#   (STEPS="tests rules ab one ocr modes profile perf peer", SETS, BACKENDS, VARIANTS="chunk32cv streamcv stream slots4", ROUNDS=2, REPEAT=3,
+#   (STEPS="tests rules ab one ocr modes profile trace perf peer", SETS, BACKENDS, VARIANTS="chunk32cv streamcv stream slots4", ROUNDS=2, REPEAT=3,
 #    BASE=name of BASE_DIR, ONE_BACKENDS=cuda-fp16)
 set -u
 STEPS=${STEPS:-tests rules ab one ocr peer}
@@ -199,6 +199,29 @@ if want profile; then
   else
     echo "nsys: not on this machine" | tee -a "$S"
   fi
+fi
+
+if want trace; then
+  # The device's own timeline through CUPTI (bin/libso_cupti_trace.so in the bundle, loaded by the driver into the
+  # worker through CUDA_INJECTION64_PATH): how much of the steady part any kernel ran, how many at once, the kernels and runtime calls by time.
+  # TRACE_CONC: images in flight (default "16 1"); TRACE_VARIANTS: as VARIANTS (default "stream"); REPEAT sets the
+  # passes (the summary covers the last SO_CUPTI_LAST_S=2 s of device activity).
+  for v in ${TRACE_VARIANTS:-stream}; do
+    for conc in ${TRACE_CONC:-16 1}; do
+      d="$W/trace.$v.c$conc"
+      mkdir -p "$d"
+      env $(variant_env "$v") STEADYOCR_WORKER_CONCURRENCY=$conc SO_CUPTI_OUT="$d" SO_CUPTI_LAST_S=2 \
+        CUDA_INJECTION64_PATH="$B/bin/libso_cupti_trace.so" timeout -k 5 "${TRACE_TIMEOUT:-150}" $SO bench "$F/synth-dev" --models "$F/models" \
+        --backend cuda-fp16 --require-gpu --warmup 1 --repeat "$REPEAT" --json $(variant_flags "$v") \
+        >"$d/bench.json" 2>"$d/bench.log"
+      bench_line "$d/bench.json" "trace $v c$conc"
+      grep -h "cupti_trace" "$d/bench.log" | sort | uniq -c | head -5 | tee -a "$S"
+      for f in "$d"/cupti.*.txt; do
+        [ -s "$f" ] && sed 's/^/   /' "$f" | tee -a "$S"
+      done
+      tail -5 "$d/bench.log" | cut -c1-300 | sed 's/^/   log: /' | tee -a "$S"
+    done
+  done
 fi
 
 if want perf; then

@@ -1,0 +1,87 @@
+#!/bin/bash
+# What bounds throughput with many images in flight (issue 13), measured on the device's own timeline.
+#   1. Alternating rounds, images/s of the median pass: the CUDA plugin before a change (files/base_cuda13.so, when the
+#      bundle has it) against the bundle's own, with 16 images in flight on passes of synth-dev four times over (160
+#      images of the same 40 shapes: a pass's ramp-up and drain are a small part of it) and one image at a time
+#      (one-image p50/p99); graph replay off as a third variant.
+#   2. The device timeline (bin/libso_cupti_trace.so, loaded by the driver through CUDA_INJECTION64_PATH) of the
+#      bundle's plugin on the 160-image passes, the whole pipeline and detection alone (--det-only): how much of the
+#      last 2 s any kernel ran, how many ran at once, kernels and runtime calls by time, each kernel's mean grid.
+# Bundle: scripts/slim_bundle.py .devbundle build/steadyocr build/libsteadyocr_cuda13.so build/libso_cupti_trace.so \
+#   -- models ../shared/data/synth-dev [/path/to/base_cuda13.so]
+# Device (repo root, carry [".devbundle"]): scripts/device_busy.sh   (ROUNDS=2, REPEAT=4, CONC=16, STEPS="ab trace")
+set -u
+ROUNDS=${ROUNDS:-2}
+REPEAT=${REPEAT:-4}
+CONC=${CONC:-16}
+STEPS=${STEPS:-ab trace}
+OUT=${OUT:-/tmp/busy_out}
+W=/tmp/busy
+# shellcheck source=scripts/device_lib.sh
+. "$(dirname "$0")/device_lib.sh"
+device_begin device_busy "$W" "$OUT" "$CONC in flight"
+SO="$B/env.sh $B/bin/steadyocr"
+NEW=$B/lib/libsteadyocr_cuda13.so
+[ -e "$NEW" ] || NEW=$(ls "$B"/bin/libsteadyocr_cuda13.so "$B"/lib*/libsteadyocr_cuda13.so 2>/dev/null | head -1)
+# synth-dev four times over, under other names (the engine sees 160 images of the same 40 shapes).
+mkdir -p "$W/synth4"
+for i in 1 2 3 4; do
+  for f in "$F"/synth-dev/*.jpg "$F"/synth-dev/*.png; do
+    [ -e "$f" ] && ln -sf "$f" "$W/synth4/$i.$(basename "$f")"
+  done
+done
+echo "synth4: $(ls "$W/synth4" | wc -l) images; plugin $NEW" | tee -a "$S"
+
+one() {  # tag set conc [env...] [-- flags...]
+  local tag=$1 set=$2 conc=$3
+  shift 3
+  local envs=() flags=()
+  while [ $# -gt 0 ] && [ "$1" != -- ]; do envs+=("$1"); shift; done
+  [ "${1:-}" = -- ] && shift && flags=("$@")
+  env "${envs[@]}" STEADYOCR_WORKER_CONCURRENCY="$conc" timeout -k 5 150 $SO bench "$set" --models "$F/models" \
+    --backend cuda-fp16 --require-gpu --warmup 1 --repeat "$REPEAT" --json "${flags[@]}" >"$W/$tag.json" 2>"$W/$tag.log"
+  python3 - "$W/$tag.json" "$tag" <<'PY' | tee -a "$S"
+import json, sys
+try:
+    r = json.load(open(sys.argv[1]))
+except Exception as e:
+    print(f"{sys.argv[2]}: no result ({e})"); sys.exit()
+st = r["stage_ms"]["total"]
+print(f"{sys.argv[2]}: {r['images']} images, {r['images_per_s']:.1f} images/s (best {r['images_per_s_best']:.1f}), "
+      f"host CPU {r.get('host_cpu_cores', 0):.1f} cores, p50 {st['median']:.1f} p99 {st['p99']:.1f} ms, "
+      f"first pass +{r.get('new_shape_ms_per_image', 0):.1f} ms/image")
+PY
+}
+
+if want ab; then
+  variants="new nographs"
+  [ -e "$F/base_cuda13.so" ] && variants="base new nographs"
+  for round in $(seq 1 "$ROUNDS"); do
+    order=$variants
+    [ $((round % 2)) = 0 ] && order=$(echo $variants | tr ' ' '\n' | tac | tr '\n' ' ')
+    for v in $order; do
+      case $v in
+        base) e=(STEADYOCR_CUDA_PLUGIN="$F/base_cuda13.so") ;;
+        new) e=(STEADYOCR_CUDA_PLUGIN="$NEW") ;;
+        nographs) e=(STEADYOCR_CUDA_PLUGIN="$NEW" STEADYOCR_CUDA_GRAPHS=0) ;;
+      esac
+      one "r$round.$v.c$CONC" "$W/synth4" "$CONC" "${e[@]}"
+      one "r$round.$v.c1" "$F/synth-dev" 1 "${e[@]}"
+    done
+  done
+fi
+
+if want trace; then
+  for part in all det; do
+    d="$W/trace.$part"
+    mkdir -p "$d"
+    flags=()
+    [ $part = det ] && flags=(--det-only)
+    one "trace.$part" "$W/synth4" "$CONC" SO_CUPTI_OUT="$d" SO_CUPTI_LAST_S=2 \
+      CUDA_INJECTION64_PATH="$B/bin/libso_cupti_trace.so" -- "${flags[@]}"
+    for f in "$d"/cupti.*.txt; do
+      [ -s "$f" ] && sed 's/^/   /' "$f" | cut -c1-190 | tee -a "$S"
+    done
+  done
+fi
+tar czf "$OUT/busy.tgz" --exclude=synth4 -C /tmp busy
