@@ -13,8 +13,8 @@ namespace steadyocr::cuda {
 
 class GraphCapturePolicy {
  public:
-  static constexpr int kPaysAfter = 4;    // replays that make a capture worth its cost
-  static constexpr int kMinWait = 4;      // runs to wait after the first graph that did not pay
+  static constexpr int kPaysAfter = 4;  // replays that make a capture worth its cost
+  static constexpr int kMinWait = 4;    // runs to wait after the first graph that did not pay
   static constexpr int kMaxWait = 256;
 
   // Whether to capture now, before good run number `good_runs` (0-based count of good runs so far), no graph held.

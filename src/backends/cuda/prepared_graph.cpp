@@ -321,6 +321,7 @@ Status CudaPreparedGraph::rebuild(const std::set<std::string>& f32_nodes) {
   ASSIGN_OR_RETURN(plan_, builder.build());
   built_f32_ = f32_nodes;
   good_runs_ = 0;
+  capture_policy_ = GraphCapturePolicy();
   return Status::ok();
 }
 
@@ -502,13 +503,20 @@ Status CudaPreparedGraph::run_once(const std::vector<Tensor>& inputs, std::vecto
   // A bucket seen a second time is captured into a CUDA graph and replayed from then on; a bucket seen once
   // never pays for the capture.
   // The graph replays only on the arena it was captured on; a plan that keeps getting another arena (its graph's
-  // is in use by other runs, or was outgrown) is captured again there.
+  // is in use by other runs, or was outgrown) is captured again there, after a wait when its graph dropped before it
+  // paid (GraphCapturePolicy: with many runs in flight, captures that rarely replay only cost the host).
   // Profiling replays the same graphs, with an event after each step captured in them (enqueue_profiled).
   const bool profiling = state_->profile_ops > 0 && fault == faults::Kind::kNone && !state_->debug_sync;
   const bool graphs = fault == faults::Kind::kNone && state_->use_graphs && !state_->debug_sync && !graph_disabled_;
-  if (graphs && exec_ && exec_arena_ != arena_.id && runs_off_graph_ >= 2) drop_graph();
-  if (graphs && !exec_ && good_runs_ >= 1) RETURN_IF_ERROR(capture());
+  if (graphs && exec_ && exec_arena_ != arena_.id && runs_off_graph_ >= 2) {
+    if (capture_policy_.dropped(good_runs_)) {
+      metrics::inc("steadyocr_cuda_graph_capture_waits_total", {{"model", role_}});
+    }
+    drop_graph();
+  }
+  if (graphs && !exec_ && capture_policy_.should_capture(good_runs_)) RETURN_IF_ERROR(capture());
   const bool replay = graphs && exec_ && exec_arena_ == arena_.id;
+  if (replay) capture_policy_.replayed();
   if (!replay) RETURN_IF_ERROR(need_cudnn());  // the steps call cuDNN as they are enqueued
   const ExecContext ctx = context(plan);
   // How the steps went to the device: a replayed graph (one launch) or enqueued one by one (a launch per kernel, cuDNN
@@ -623,6 +631,7 @@ Status CudaPreparedGraph::capture() {
   }
   exec_arena_ = arena_.id;
   runs_off_graph_ = 0;
+  capture_policy_.captured();
   metrics::inc("steadyocr_cuda_graphs_captured_total", {{"model", role_}});
   metrics::inc("steadyocr_cuda_graph_capture_ms_total", {{"model", role_}}, capture_sw.elapsed_ms());
   return Status::ok();

@@ -12,6 +12,7 @@
 #include "backends/backend.h"
 #include "backends/cuda/cuda_backend.h"
 #include "backends/cuda/faults.h"
+#include "backends/cuda/graph_policy.h"
 #include "backends/cuda/plan_builder.h"
 
 namespace steadyocr::cuda {
@@ -61,8 +62,9 @@ class CudaPreparedGraph final : public PreparedGraph {
   cudaGraphExec_t exec_ = nullptr;
   uint64_t exec_arena_ = 0;  // the arena the graph was captured on (it replays only there)
   bool graph_disabled_ = false;
-  int good_runs_ = 0;       // good runs since the plan was built
-  int runs_off_graph_ = 0;  // consecutive good runs on an arena other than the graph's
+  int good_runs_ = 0;                  // good runs since the plan was built
+  int runs_off_graph_ = 0;             // consecutive good runs on an arena other than the graph's
+  GraphCapturePolicy capture_policy_;  // when to capture again after a graph that rarely replayed
   // Host staging of the run in flight, from the device's pinned pool (never held between runs: a plan of a shape
   // seen once would otherwise keep page-locked memory that only a cudaHostAlloc can replace).
   std::vector<PinnedPtr> staging_;
