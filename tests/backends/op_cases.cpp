@@ -551,6 +551,23 @@ std::vector<OpCase> make_cases() {
                  Value* h = b.node(OpKind::kHardSwish, graph::ActAttrs{Activation::hard_swish()}, {n}, {1, 8, 7, 13});
                  return b.finish({b.node(OpKind::kAdd, {}, {h, x}, {1, 8, 7, 13})});
                }});
+  // Swish as the recogniser's exporter writes it, x * sigmoid(x * 1), after a convolution; then a residual add whose
+  // first operand is read elsewhere too (the chains a backend may fuse end in an operand it reads twice).
+  v.push_back({"Pattern_conv_swish_exported_residual", OpKind::kConv, [] {
+                 CaseBuilder b(23);
+                 const Shape s{2, 12, 5, 9};
+                 Value* x = b.input({2, 6, 5, 9});
+                 graph::ConvAttrs a;
+                 a.kernel = {3, 3};
+                 a.pads = {1, 1, 1, 1};
+                 Value* c = b.node(OpKind::kConv, a, {x, b.weight({12, 6, 3, 3}), b.weight({12})}, s);
+                 Value* one = b.node(OpKind::kMul, {}, {c, b.constant(Tensor::from_floats({}, {1.f}))}, s);
+                 Value* sg = b.node(OpKind::kSigmoid, graph::ActAttrs{Activation::sigmoid()}, {one}, s);
+                 Value* sw = b.node(OpKind::kMul, {}, {c, sg}, s);
+                 Value* scaled = b.node(OpKind::kMul, {}, {sw, b.constant(Tensor::from_floats({}, {0.5f}))}, s);
+                 Value* sum = b.node(OpKind::kAdd, {}, {c, scaled}, s);
+                 return b.finish({sum});
+               }});
   return v;
 }
 
