@@ -21,8 +21,7 @@ W=/tmp/busy
 . "$(dirname "$0")/device_lib.sh"
 device_begin device_busy "$W" "$OUT" "$CONC in flight"
 SO="$B/env.sh $B/bin/steadyocr"
-NEW=$B/lib/libsteadyocr_cuda13.so
-[ -e "$NEW" ] || NEW=$(ls "$B"/bin/libsteadyocr_cuda13.so "$B"/lib*/libsteadyocr_cuda13.so 2>/dev/null | head -1)
+NEW=$B/bin/libsteadyocr_cuda13.so  # slim_bundle.py puts every binary it is given in bin/
 # synth-dev four times over, under other names (the engine sees 160 images of the same 40 shapes).
 mkdir -p "$W/synth4"
 for i in 1 2 3 4; do

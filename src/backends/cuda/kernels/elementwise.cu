@@ -162,9 +162,8 @@ __global__ void elementwise_vec_kernel(const __grid_constant__ EwParams p) {
 
 cudaError_t launch_elementwise(const EwParams& p, cudaStream_t stream) {
   if (p.n <= 0) return cudaSuccess;
-  // The vector kernel needs an innermost axis to step along (rank >= 1), and its base index plus the grid's stride
-  // must stay in 32 bits for the narrow index (n + 4 * grid under 2^31: fits_u32 of n leaves that margin only below
-  // 2^31 - 2^23, so the check is on n plus the whole stride).
+  // The vector kernel steps along the innermost axis (rank >= 1). With 32-bit indices its base plus one grid stride
+  // must stay below 2^31, hence the check on n plus that stride.
   const int64_t vec_threads = (p.n + kVec - 1) / kVec;
   const unsigned vec_blocks = blocks_for(vec_threads);
   if (p.rank >= 1 && fits_u32(p.n + int64_t{kVec} * vec_blocks * kThreads)) {
