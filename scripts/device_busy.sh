@@ -9,7 +9,8 @@
 #      last 2 s any kernel ran, how many ran at once, kernels and runtime calls by time, each kernel's mean grid.
 # Bundle: scripts/slim_bundle.py .devbundle build/steadyocr build/libsteadyocr_cuda13.so build/libso_cupti_trace.so \
 #   -- models ../shared/data/synth-dev [/path/to/base_cuda13.so]
-# Device (repo root, carry [".devbundle"]): scripts/device_busy.sh   (ROUNDS=2, REPEAT=4, CONC=16, STEPS="ab trace")
+# Device (repo root, carry [".devbundle"]): scripts/device_busy.sh   (ROUNDS=2, REPEAT=4, CONC=16, STEPS="ab trace",
+#   VARIANTS="base new nographs"; any other NAME runs the bundle's files/NAME_cuda13.so)
 set -u
 ROUNDS=${ROUNDS:-2}
 REPEAT=${REPEAT:-4}
@@ -55,6 +56,7 @@ PY
 if want ab; then
   variants="new nographs"
   [ -e "$F/base_cuda13.so" ] && variants="base new nographs"
+  variants=${VARIANTS:-$variants}
   for round in $(seq 1 "$ROUNDS"); do
     order=$variants
     [ $((round % 2)) = 0 ] && order=$(echo $variants | tr ' ' '\n' | tac | tr '\n' ' ')
@@ -63,6 +65,7 @@ if want ab; then
         base) e=(STEADYOCR_CUDA_PLUGIN="$F/base_cuda13.so") ;;
         new) e=(STEADYOCR_CUDA_PLUGIN="$NEW") ;;
         nographs) e=(STEADYOCR_CUDA_PLUGIN="$NEW" STEADYOCR_CUDA_GRAPHS=0) ;;
+        *) e=(STEADYOCR_CUDA_PLUGIN="$F/${v}_cuda13.so") ;;  # another plugin in the bundle, files/NAME_cuda13.so
       esac
       one "r$round.$v.c$CONC" "$W/synth4" "$CONC" "${e[@]}"
       one "r$round.$v.c1" "$F/synth-dev" 1 "${e[@]}"

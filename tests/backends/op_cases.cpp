@@ -568,6 +568,29 @@ std::vector<OpCase> make_cases() {
                  Value* sum = b.node(OpKind::kAdd, {}, {c, scaled}, s);
                  return b.finish({sum});
                }});
+  // Pointwise convolutions with per-channel epilogues over the edges of a GEMM's tiles: channels across two tiles of
+  // 64 with a remainder, input channels not a multiple of the 32 a step takes, pixels not a multiple of 8 (so no
+  // 16-byte loads), then few output channels over pixels in 16-byte words.
+  v.push_back({"Pattern_pointwise_tile_edges_lab", OpKind::kConv, [] {
+                 CaseBuilder b(24);
+                 const Shape s{3, 70, 7, 11};
+                 Value* x = b.input({3, 40, 7, 11});
+                 graph::ConvAttrs a;
+                 a.kernel = {1, 1};
+                 a.act = Activation::hard_swish();
+                 Value* c = b.node(OpKind::kConv, a, {x, b.weight({70, 40, 1, 1}), b.weight({70})}, s);
+                 Value* m = b.node(OpKind::kMul, {}, {c, b.constant(Tensor::from_floats({}, {0.75f}))}, s);
+                 return b.finish({b.node(OpKind::kAdd, {}, {m, b.constant(Tensor::from_floats({}, {-0.25f}))}, s)});
+               }});
+  v.push_back({"Pattern_pointwise_few_channels_wide", OpKind::kConv, [] {
+                 CaseBuilder b(25);
+                 const Shape s{2, 24, 8, 20};
+                 Value* x = b.input({2, 48, 8, 20});
+                 graph::ConvAttrs a;
+                 a.kernel = {1, 1};
+                 a.act = Activation::relu();
+                 return b.finish({b.node(OpKind::kConv, a, {x, b.weight({24, 48, 1, 1}), b.weight({24})}, s)});
+               }});
   return v;
 }
 

@@ -45,39 +45,58 @@ __device__ __forceinline__ __half from_f<__half>(float v) {
   return __float2half_rn(v);
 }
 
+// One instruction of an elementwise program (kernels.h) whose operation is known at compile time: acc combined with
+// operand b (kernels that apply one instruction to many values choose the operation once: for_ew_op).
+template <EwOp kOp>
+__device__ __forceinline__ float ew_op(const EwInstr& ins, float a, float b) {
+  if constexpr (kOp == EwOp::kAdd) return a + b;
+  if constexpr (kOp == EwOp::kSub) return a - b;
+  if constexpr (kOp == EwOp::kRsub) return b - a;
+  if constexpr (kOp == EwOp::kMul) return a * b;
+  if constexpr (kOp == EwOp::kDiv) return a / b;
+  if constexpr (kOp == EwOp::kRdiv) return b / a;
+  if constexpr (kOp == EwOp::kPow) return b == 2.f ? a * a : powf(a, b);
+  if constexpr (kOp == EwOp::kRpow) return powf(b, a);
+  if constexpr (kOp == EwOp::kSqrt) return sqrtf(a);
+  if constexpr (kOp == EwOp::kRelu) return a > 0.f ? a : 0.f;
+  if constexpr (kOp == EwOp::kSigmoid) return 1.f / (1.f + expf(-a));
+  if constexpr (kOp == EwOp::kHardSigmoid) return fminf(fmaxf(ins.alpha * a + ins.beta, 0.f), 1.f);
+  if constexpr (kOp == EwOp::kHardSwish) return a * fminf(fmaxf(a / 6.f + 0.5f, 0.f), 1.f);
+  if constexpr (kOp == EwOp::kClip) return fminf(fmaxf(a, ins.alpha), ins.beta);
+  return a;
+}
+
+// Calls f(std::integral_constant<EwOp, op>{}) for the run-time `op`: one dispatch for work over many values.
+template <typename F>
+__device__ __forceinline__ void for_ew_op(EwOp op, F&& f) {
+  switch (op) {
+#define SO_EW_CASE(o)                           \
+  case EwOp::o:                                 \
+    f(std::integral_constant<EwOp, EwOp::o>{}); \
+    break;
+    SO_EW_CASE(kAdd)
+    SO_EW_CASE(kSub)
+    SO_EW_CASE(kRsub)
+    SO_EW_CASE(kMul)
+    SO_EW_CASE(kDiv)
+    SO_EW_CASE(kRdiv)
+    SO_EW_CASE(kPow)
+    SO_EW_CASE(kRpow)
+    SO_EW_CASE(kSqrt)
+    SO_EW_CASE(kRelu)
+    SO_EW_CASE(kSigmoid)
+    SO_EW_CASE(kHardSigmoid)
+    SO_EW_CASE(kHardSwish)
+    SO_EW_CASE(kClip)
+#undef SO_EW_CASE
+  }
+}
+
 // One instruction of an elementwise program (kernels.h): acc combined with operand b.
 __device__ __forceinline__ float ew_apply(const EwInstr& ins, float a, float b) {
-  switch (ins.op) {
-    case EwOp::kAdd:
-      return a + b;
-    case EwOp::kSub:
-      return a - b;
-    case EwOp::kRsub:
-      return b - a;
-    case EwOp::kMul:
-      return a * b;
-    case EwOp::kDiv:
-      return a / b;
-    case EwOp::kRdiv:
-      return b / a;
-    case EwOp::kPow:
-      return b == 2.f ? a * a : powf(a, b);
-    case EwOp::kRpow:
-      return powf(b, a);
-    case EwOp::kSqrt:
-      return sqrtf(a);
-    case EwOp::kRelu:
-      return a > 0.f ? a : 0.f;
-    case EwOp::kSigmoid:
-      return 1.f / (1.f + expf(-a));
-    case EwOp::kHardSigmoid:
-      return fminf(fmaxf(ins.alpha * a + ins.beta, 0.f), 1.f);
-    case EwOp::kHardSwish:
-      return a * fminf(fmaxf(a / 6.f + 0.5f, 0.f), 1.f);
-    case EwOp::kClip:
-      return fminf(fmaxf(a, ins.alpha), ins.beta);
-  }
-  return a;
+  float r = a;
+  for_ew_op(ins.op, [&](auto op) { r = ew_op<decltype(op)::value>(ins, a, b); });
+  return r;
 }
 
 // A fused per-channel epilogue (DwEpilogue) on one output of channel `c`: `raw` is the sum already rounded to the

@@ -109,6 +109,19 @@ struct DepthwiseParams {
 };
 cudaError_t launch_depthwise(const DepthwiseParams& p, cudaStream_t stream);
 
+// ---- pointwise convolution in fp16 with a fused epilogue (pointwise.cu): NCHW, group 1, 1x1, no stride or pads -----
+// y[n][k][p] = epilogue(sum over c of w[k][c] * x[n][c][p]) on tensor cores, fp32 accumulation; the sum is rounded to
+// fp16 before the program (DwEpilogue, operands per output channel), whose result is the only store (to epi.out).
+struct PointwiseParams {
+  const void* x = nullptr;  // __half [n, c, hw]
+  const void* w = nullptr;  // __half [k, c]
+  int n = 0, c = 0, k = 0, hw = 0;
+  DwEpilogue epi;  // n_instrs > 0
+};
+// Whether launch_pointwise takes this geometry (grid and index limits).
+bool pointwise_supported(int64_t n, int64_t c, int64_t k, int64_t hw);
+cudaError_t launch_pointwise(const PointwiseParams& p, cudaStream_t stream);
+
 // ---- transposed convolution whose kernel is its stride (deconv.cu): NCHW, group 1, no pads or dilation --------
 // Each output reads one input pixel: y[n][co][oy][ox] = sum over ci of x[n][ci][oy / sh][ox / sw] *
 // w[ci][co][oy % sh][ox % sw], then the epilogue (operands per output channel) in the same thread. The detector's

@@ -5,7 +5,8 @@
 // fused epilogue program as the cuDNN path, so the fusion pass treats them alike. With cuDNN on, two more take the
 // own kernels (STEADYOCR_CUDA_OWN_CONV=0 gives them back to cuDNN): convolutions along W on rows of height 1
 // (im2col + GEMM) and transposed convolutions whose kernel is their stride (kernels/deconv.cu). The depthwise and
-// shuffle-deconv kernels evaluate per-channel epilogues themselves (fuse_channel_epilogue).
+// shuffle-deconv kernels evaluate per-channel epilogues themselves (fuse_channel_epilogue), and so does the fp16
+// pointwise kernel (kernels/pointwise.cu) that replaces cuBLAS's GEMM where the epilogue allows.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -23,6 +24,8 @@
 
 namespace steadyocr::cuda {
 namespace {
+
+constexpr int64_t kFusedPointwiseMaxChannels = 128;  // input channels up to which the fused pointwise kernel runs
 
 // A convolution's epilogue into its own kernel (k::DwEpilogue; depthwise and shuffle deconvolution): the program reads
 // the raw output `y` as its accumulator over y's own index space, and every other operand is one value per channel or
@@ -81,6 +84,25 @@ class OwnConvStep : public Step {
     if (run_epilogue_ && kind == Kind::kDepthwise && fuse_channel_epilogue(epilogue, y, b, &dw.epi)) {
       run_epilogue_ = false;
     }
+    // fp16 pointwise with a per-channel epilogue over at most 128 input channels, or on one pixel per image: one
+    // kernel of our own instead of cuBLAS's GEMM and the epilogue's launch (k::launch_pointwise), and no cuBLAS
+    // heuristics on a new shape. Wider sums stay with cuBLAS: the own kernel's simple pipeline was slower from 240
+    // input channels up (H100, 2026-12-06, docs/BENCHMARKS.md). fp32 keeps cuBLAS, as do epilogues with other operands.
+    fused_gemm_ = false;
+    if ((c <= kFusedPointwiseMaxChannels || hw == 1) && run_epilogue_ && kind == Kind::kPointwise &&
+        y.dtype == DType::kF16 && k::pointwise_supported(batch, c, kout, hw)) {
+      pw_ = k::PointwiseParams();
+      if (fuse_channel_epilogue(epilogue, y, b, &pw_.epi)) {
+        pw_.x = x_ptr_;
+        pw_.w = w_ptr_;
+        pw_.n = static_cast<int>(batch);
+        pw_.c = static_cast<int>(c);
+        pw_.k = static_cast<int>(kout);
+        pw_.hw = static_cast<int>(hw);
+        run_epilogue_ = false;
+        fused_gemm_ = true;
+      }
+    }
     if (run_epilogue_) RETURN_IF_ERROR(epilogue.to_params(b, &epi_params_));
     return Status::ok();
   }
@@ -90,6 +112,8 @@ class OwnConvStep : public Step {
       SO_LAUNCH(k::launch_depthwise(dw, ctx.stream));
     } else if (kind == Kind::kIm2col) {
       RETURN_IF_ERROR(enqueue_im2col(ctx));
+    } else if (fused_gemm_) {
+      SO_LAUNCH(k::launch_pointwise(pw_, ctx.stream));
     } else {
       const float one = 1.f, zero = 0.f;
       const cudaDataType_t t = y.dtype == DType::kF16 ? CUDA_R_16F : CUDA_R_32F;
@@ -114,6 +138,7 @@ class OwnConvStep : public Step {
   unsigned calls() const override {
     if (kind == Kind::kDepthwise) return kCallsOwnKernels;  // the epilogue fused or not
     if (kind == Kind::kIm2col) return kCallsCublas | kCallsOwnKernels;
+    if (fused_gemm_) return kCallsOwnKernels;
     return kCallsCublas | (run_epilogue_ ? kCallsOwnKernels : 0u);
   }
 
@@ -157,6 +182,8 @@ class OwnConvStep : public Step {
   void* col_ptr_ = nullptr;
   k::EwParams epi_params_;
   bool run_epilogue_ = false;
+  k::PointwiseParams pw_;  // fused_gemm_: the GEMM and its epilogue in one launch
+  bool fused_gemm_ = false;
 };
 
 // ConvTranspose without cuDNN: per image and group col_g (Cout/g*kh*kw x HW) = W_g^T (Cout/g*kh*kw x Cin/g) *
