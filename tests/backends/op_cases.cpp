@@ -591,6 +591,18 @@ std::vector<OpCase> make_cases() {
                  a.act = Activation::relu();
                  return b.finish({b.node(OpKind::kConv, a, {x, b.weight({24, 48, 1, 1}), b.weight({24})}, s)});
                }});
+  // Rows of 16-byte words over two steps of input channels, the second partial (72 = 64 + 8), two tiles of output
+  // channels and of pixels, both partial.
+  v.push_back({"Pattern_pointwise_words_two_steps", OpKind::kConv, [] {
+                 CaseBuilder b(26);
+                 const Shape s{2, 70, 8, 12};
+                 Value* x = b.input({2, 72, 8, 12});
+                 graph::ConvAttrs a;
+                 a.kernel = {1, 1};
+                 a.act = Activation::hard_sigmoid(0.2f, 0.5f);
+                 Value* c = b.node(OpKind::kConv, a, {x, b.weight({70, 72, 1, 1}), b.weight({70})}, s);
+                 return b.finish({b.node(OpKind::kMul, {}, {c, b.constant(Tensor::from_floats({}, {2.f}))}, s)});
+               }});
   return v;
 }
 

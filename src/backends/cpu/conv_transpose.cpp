@@ -61,7 +61,7 @@ class PixelShuffleOp : public CpuOp {
 Epilogue tile_channels(const Epilogue& e, int64_t times) {
   Epilogue t = e;
   for (PostOp& p : t.ops) {
-    if (p.kind != PostOp::kBinary) continue;
+    if (p.kind != PostOp::kBinary || p.channel.numel() == 1) continue;  // one value for all stays one
     const int64_t c = p.channel.numel();
     std::vector<float> src = p.channel.to_floats(), v(static_cast<size_t>(c * times));
     for (int64_t j = 0; j < times; ++j) std::copy(src.begin(), src.end(), v.begin() + j * c);

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <set>
 
@@ -26,18 +27,6 @@ PostOp eltwise(algorithm alg, float alpha, float beta, std::string label) {
   return p;
 }
 
-// y = alpha*x + beta, merged into a preceding linear post-op.
-void push_linear(Epilogue& e, float alpha, float beta) {
-  if (!e.ops.empty() && e.ops.back().kind == PostOp::kEltwise && e.ops.back().alg == algorithm::eltwise_linear) {
-    PostOp& p = e.ops.back();
-    p.beta = alpha * p.beta + beta;
-    p.alpha = alpha * p.alpha;
-    p.label = fmt::format("linear({:.4g},{:.4g})", p.alpha, p.beta);
-    return;
-  }
-  e.ops.push_back(eltwise(algorithm::eltwise_linear, alpha, beta, fmt::format("linear({:.4g},{:.4g})", alpha, beta)));
-}
-
 void push_binary(Epilogue& e, algorithm alg, Tensor channel, const char* name) {
   PostOp p;
   p.kind = PostOp::kBinary;
@@ -45,6 +34,30 @@ void push_binary(Epilogue& e, algorithm alg, Tensor channel, const char* name) {
   p.channel = std::move(channel);
   p.label = fmt::format("{}[{}]", name, p.channel.numel());
   e.ops.push_back(std::move(p));
+}
+
+bool is_linear(const PostOp& p) {
+  return p.kind == PostOp::kEltwise && p.alg == algorithm::eltwise_linear;
+}
+
+// y = alpha*x + beta, merged into a preceding linear post-op. A chain holds one eltwise_linear at most: oneDNN 2.6's
+// matmul and convolution computed chains with two of them wrongly (linear, clip, linear gave errors of 1.3; a
+// standalone oneDNN program showed it, the op case Pattern_pointwise_words_two_steps found it). A second one goes as
+// binary multiply and add by one-value operands.
+void push_linear(Epilogue& e, float alpha, float beta) {
+  if (!e.ops.empty() && is_linear(e.ops.back())) {
+    PostOp& p = e.ops.back();
+    p.beta = alpha * p.beta + beta;
+    p.alpha = alpha * p.alpha;
+    p.label = fmt::format("linear({:.4g},{:.4g})", p.alpha, p.beta);
+    return;
+  }
+  if (std::any_of(e.ops.begin(), e.ops.end(), is_linear)) {
+    if (alpha != 1.f) push_binary(e, algorithm::binary_mul, Tensor::from_floats({1}, {alpha}), "mul");
+    if (beta != 0.f) push_binary(e, algorithm::binary_add, Tensor::from_floats({1}, {beta}), "add");
+    return;
+  }
+  e.ops.push_back(eltwise(algorithm::eltwise_linear, alpha, beta, fmt::format("linear({:.4g},{:.4g})", alpha, beta)));
 }
 
 // Values of a constant as a {C} f32 tensor (per-channel constants are 1 everywhere but the channel axis).

@@ -426,7 +426,8 @@ Status build_sym_conv_transpose(SymBuilder& b, const graph::Node& n) {
   for (int64_t t = 0; t < kh * kw && !epi.bias.empty(); ++t) bias.insert(bias.end(), epi.bias.begin(), epi.bias.end());
   Epilogue post = epi.post_ops;
   for (PostOp& p : post.ops) {
-    if (p.kind != PostOp::kBinary) continue;  // per-channel operands: repeated per kernel position as well
+    // Per-channel operands: repeated per kernel position as well (one value for all stays one).
+    if (p.kind != PostOp::kBinary || p.channel.numel() == 1) continue;
     std::vector<float> v = p.channel.to_floats(), all;
     for (int64_t t = 0; t < kh * kw; ++t) all.insert(all.end(), v.begin(), v.end());
     p.channel = Tensor::from_floats({static_cast<int64_t>(all.size())}, all);

@@ -97,7 +97,8 @@ Result<RowEpilogue> RowEpilogue::make(const std::vector<float>* bias, int64_t co
         st.op = Op::kResidual;
         break;
       case PostOp::kBinary: {
-        if (cols < 0 || p.channel.numel() != cols) {
+        const bool one = p.channel.numel() == 1;  // one value for every channel (fusion.cpp push_linear)
+        if (cols < 0 || (!one && p.channel.numel() != cols)) {
           return unsupported(fmt::format("a per-channel operand of {} values on {} channels", p.channel.numel(), cols));
         }
         switch (p.alg) {
@@ -116,7 +117,8 @@ Result<RowEpilogue> RowEpilogue::make(const std::vector<float>* bias, int64_t co
           default:
             return unsupported("a per-channel post-op other than add/sub/mul/div");
         }
-        st.channel = channel(p.channel.to_floats());
+        st.channel = channel(one ? std::vector<float>(static_cast<size_t>(cols), p.channel.to_floats()[0])
+                                 : p.channel.to_floats());
         break;
       }
       case PostOp::kEltwise:
@@ -245,7 +247,7 @@ Status ChunkGemm::init() const {
             po.append_sum(1.f);
             break;
           case PostOp::kBinary: {
-            const Md md({1, n_}, Dt::f32, Tag::ab);
+            const Md md({1, op.channel.numel() == 1 ? 1 : n_}, Dt::f32, Tag::ab);
             po.append_binary(op.alg, md);
             p.binaries.push_back({DNNL_ARG_ATTR_MULTIPLE_POST_OP(idx) | DNNL_ARG_SRC_1,
                                   dnnl::memory(md, eng, const_cast<void*>(op.channel.raw()))});

@@ -120,6 +120,9 @@ struct PointwiseParams {
 };
 // Whether launch_pointwise takes this geometry (grid and index limits).
 bool pointwise_supported(int64_t n, int64_t c, int64_t k, int64_t hw);
+// Whether its rows go as 16-byte words (with aligned tensors): the kernel that copies them asynchronously, as fast as
+// cuBLAS and its epilogue on wide sums too; other shapes stage through registers.
+bool pointwise_in_words(int64_t c, int64_t hw);
 cudaError_t launch_pointwise(const PointwiseParams& p, cudaStream_t stream);
 
 // ---- transposed convolution whose kernel is its stride (deconv.cu): NCHW, group 1, no pads or dilation --------

@@ -5,6 +5,7 @@
 // through the per-channel epilogue program (bias, activation, affine) before its single store. One pixel per image
 // (squeeze-and-excite) takes a warp per output instead. cuBLAS's GEMM wrote the raw output and an elementwise launch
 // read it back: about 20 launches per recognition call and 40 per page were those epilogues (docs/BENCHMARKS.md).
+#include <cuda_pipeline.h>
 #include <mma.h>
 
 #include <type_traits>
@@ -14,33 +15,23 @@
 namespace steadyocr::cuda::k {
 namespace {
 
-constexpr int kBK = 32;          // input channels per step
 constexpr int kPwThreads = 128;  // four warps, each 32 x 32 outputs (2 x 2 fragments)
 
-// One thread's share of an R x C tile in registers: loaded from global memory (row stride `ld`, zeros outside the
-// rows x cols corner) while the tensor cores work on the previous step, then stored to shared memory (row stride
-// LD). Every load of a share is issued before the first is used. kVec: 16-byte words (the launcher checked that the
-// row strides, the corner's columns and the sources are 8-half aligned).
-template <int R, int C, bool kVec>
+// One thread's share of an R x C tile in registers, for sources of any alignment: loaded from global memory (row
+// stride `ld`, zeros outside the rows x cols corner) while the tensor cores work on the previous step, then stored to
+// shared memory (row stride LD). Every load of a share is issued before the first is used.
+template <int R, int C>
 struct TileShare {
-  static constexpr int kElems = kVec ? 8 : 1;
-  static constexpr int kPerRow = C / kElems;
-  static constexpr int kIters = R * kPerRow / kPwThreads;
-  static_assert(R * kPerRow % kPwThreads == 0, "a tile divides among the threads");
-  using Word = std::conditional_t<kVec, uint4, __half>;
-  Word v[kIters];
+  static constexpr int kIters = R * C / kPwThreads;
+  static_assert(R * C % kPwThreads == 0, "a tile divides among the threads");
+  __half v[kIters];
 
   __device__ __forceinline__ void load(const __half* src, int ld, int rows, int cols) {
 #pragma unroll
     for (int j = 0; j < kIters; ++j) {
       const int i = static_cast<int>(threadIdx.x) + j * kPwThreads;
-      const int r = i / kPerRow, c = (i - r * kPerRow) * kElems;
-      const bool in = r < rows && c < cols;
-      if constexpr (kVec) {
-        v[j] = in ? *reinterpret_cast<const uint4*>(src + r * ld + c) : make_uint4(0u, 0u, 0u, 0u);
-      } else {
-        v[j] = in ? src[r * ld + c] : __float2half_rn(0.f);
-      }
+      const int r = i / C, c = i - r * C;
+      v[j] = r < rows && c < cols ? src[r * ld + c] : __float2half_rn(0.f);
     }
   }
 
@@ -49,72 +40,78 @@ struct TileShare {
 #pragma unroll
     for (int j = 0; j < kIters; ++j) {
       const int i = static_cast<int>(threadIdx.x) + j * kPwThreads;
-      const int r = i / kPerRow, c = (i - r * kPerRow) * kElems;
-      *reinterpret_cast<Word*>(dst + r * LD + c) = v[j];
+      const int r = i / C, c = i - r * C;
+      dst[r * LD + c] = v[j];
     }
   }
 };
 
-template <int BM, int BN, bool kVec>
-__global__ void __launch_bounds__(kPwThreads) pointwise_kernel(const __grid_constant__ PointwiseParams p) {
+// The tile's products over one step of BK input channels: A is BM x BK (row stride LDA), B is BK x BN (LDB); warp
+// (wm, wn) owns the 32 x 32 outputs at (wm * 32, wn * 32).
+template <int BK, int LDA, int LDB>
+__device__ __forceinline__ void mma_step(
+    nvcuda::wmma::fragment<nvcuda::wmma::accumulator, 16, 16, 16, float> (&acc)[2][2], const __half* a, const __half* b,
+    int wm, int wn) {
   using namespace nvcuda;
-  constexpr int kWarpsN = BN / 32;
-  constexpr int kLdA = kBK + 8, kLdB = BN + 8, kLdC = BN + 4;  // padded rows: fewer bank conflicts, 32-byte fragments
-  __shared__ __align__(32) __half a_tile[BM * kLdA];
-  __shared__ __align__(32) __half b_tile[kBK * kLdB];
-  __shared__ __align__(32) float c_tile[BM * kLdC];
-  __shared__ float operand[kEwMaxInputs][BM];  // the epilogue's per-channel operands of this tile's channels
+#pragma unroll
+  for (int kk = 0; kk < BK; kk += 16) {
+    wmma::fragment<wmma::matrix_a, 16, 16, 16, __half, wmma::row_major> fa[2];
+    wmma::fragment<wmma::matrix_b, 16, 16, 16, __half, wmma::row_major> fb[2];
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+      wmma::load_matrix_sync(fa[i], a + (wm * 32 + i * 16) * LDA + kk, LDA);
+      wmma::load_matrix_sync(fb[i], b + kk * LDB + wn * 32 + i * 16, LDB);
+    }
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+#pragma unroll
+      for (int j = 0; j < 2; ++j) wmma::mma_sync(acc[i][j], fa[i], fb[j], acc[i][j]);
+    }
+  }
+}
 
-  const int n = static_cast<int>(blockIdx.z);
-  const int k0 = static_cast<int>(blockIdx.y) * BM, p0 = static_cast<int>(blockIdx.x) * BN;
-  const int rows_k = min(BM, p.k - k0), cols_p = min(BN, p.hw - p0);
-  const __half* x = static_cast<const __half*>(p.x) + static_cast<int64_t>(n) * p.c * p.hw + p0;
-  const __half* w = static_cast<const __half*>(p.w) + static_cast<int64_t>(k0) * p.c;
-  const int warp = static_cast<int>(threadIdx.x) / 32;
-  const int wm = warp / kWarpsN, wn = warp % kWarpsN;
+// Where a tile lies: image n, output channels k0.. (rows_k of them), pixels p0.. (cols_p of them).
+struct TilePlace {
+  int n, k0, p0, rows_k, cols_p;
+};
 
-  TileShare<BM, kBK, kVec> share_a;
-  TileShare<kBK, BN, kVec> share_b;
-  share_a.load(w, p.c, rows_k, min(kBK, p.c));
-  share_b.load(x, p.hw, min(kBK, p.c), cols_p);
+template <int BM, int BN>
+__device__ __forceinline__ TilePlace tile_place(const PointwiseParams& p) {
+  TilePlace t;
+  t.n = static_cast<int>(blockIdx.z);
+  t.k0 = static_cast<int>(blockIdx.y) * BM;
+  t.p0 = static_cast<int>(blockIdx.x) * BN;
+  t.rows_k = min(BM, p.k - t.k0);
+  t.cols_p = min(BN, p.hw - t.p0);
+  return t;
+}
+
+// The epilogue's per-channel operands of the tile's channels, read once into shared memory.
+template <int BM>
+__device__ __forceinline__ void load_operands(const PointwiseParams& p, const TilePlace& t,
+                                              float (&operand)[kEwMaxInputs][BM]) {
   for (int i = static_cast<int>(threadIdx.x); i < kEwMaxInputs * BM; i += kPwThreads) {
     const int s = i / BM, r = i - s * BM;
-    if (s > 0 && p.epi.in[s] && r < rows_k) {
-      operand[s][r] = load_as_float(p.epi.in[s], p.epi.in_dt[s], p.epi.per_channel[s] ? k0 + r : 0);
+    if (s > 0 && p.epi.in[s] && r < t.rows_k) {
+      operand[s][r] = load_as_float(p.epi.in[s], p.epi.in_dt[s], p.epi.per_channel[s] ? t.k0 + r : 0);
     }
   }
+}
 
-  wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc[2][2];
-  for (auto& row : acc) {
-    for (auto& f : row) wmma::fill_fragment(f, 0.f);
-  }
-  for (int c0 = 0; c0 < p.c; c0 += kBK) {
-    share_a.template store<kLdA>(a_tile);
-    share_b.template store<kLdB>(b_tile);
-    __syncthreads();
-    const int c1 = c0 + kBK;
-    if (c1 < p.c) {  // the next step's loads are in flight during this step's products
-      const int depth = min(kBK, p.c - c1);
-      share_a.load(w + c1, p.c, rows_k, depth);
-      share_b.load(x + static_cast<int64_t>(c1) * p.hw, p.hw, depth, cols_p);
-    }
-#pragma unroll
-    for (int kk = 0; kk < kBK; kk += 16) {
-      wmma::fragment<wmma::matrix_a, 16, 16, 16, __half, wmma::row_major> fa[2];
-      wmma::fragment<wmma::matrix_b, 16, 16, 16, __half, wmma::row_major> fb[2];
-#pragma unroll
-      for (int i = 0; i < 2; ++i) {
-        wmma::load_matrix_sync(fa[i], a_tile + (wm * 32 + i * 16) * kLdA + kk, kLdA);
-        wmma::load_matrix_sync(fb[i], b_tile + kk * kLdB + wn * 32 + i * 16, kLdB);
-      }
-#pragma unroll
-      for (int i = 0; i < 2; ++i) {
-#pragma unroll
-        for (int j = 0; j < 2; ++j) wmma::mma_sync(acc[i][j], fa[i], fb[j], acc[i][j]);
-      }
-    }
-    __syncthreads();
-  }
+// The accumulators through shared memory (`c_tile`, BM x BN floats, row stride BN + 4; `raw_tile`, BM x BN halves,
+// may overlap nothing the caller still reads), the epilogue, the stores. The epilogue runs one instruction at a time
+// over this thread's share of the tile, in place in shared memory (one dispatch per instruction, not per output:
+// interpreting the program per output cost more than the products). A thread's outputs share one pixel column and
+// step through the channels; consecutive threads take consecutive pixels, so a warp's stores are contiguous. The
+// program is apply_channel_epilogue's, its operands from shared memory; `raw_tile` keeps the rounded sums for
+// programs that read them again.
+template <int BM, int BN>
+__device__ __forceinline__ void finish_tile(
+    const PointwiseParams& p, const TilePlace& t,
+    nvcuda::wmma::fragment<nvcuda::wmma::accumulator, 16, 16, 16, float> (&acc)[2][2], float* c_tile, __half* raw_tile,
+    const float (&operand)[kEwMaxInputs][BM], int wm, int wn) {
+  using namespace nvcuda;
+  constexpr int kLdC = BN + 4;
 #pragma unroll
   for (int i = 0; i < 2; ++i) {
 #pragma unroll
@@ -124,14 +121,8 @@ __global__ void __launch_bounds__(kPwThreads) pointwise_kernel(const __grid_cons
     }
   }
   __syncthreads();
-  // The epilogue, one instruction at a time over this thread's share of the tile, in place in shared memory (one
-  // dispatch per instruction, not per output: interpreting the program per output cost more than the products). A
-  // thread's outputs share one pixel column and step through the channels; consecutive threads take consecutive
-  // pixels, so a warp's stores are contiguous. The program is apply_channel_epilogue's, its operands from shared
-  // memory; `raw_tile` keeps the rounded sums for programs that read them again.
   constexpr int kPer = BM * BN / kPwThreads, kRowStep = kPwThreads / BN;
   static_assert(kPwThreads % BN == 0 && BM % kRowStep == 0, "a thread's outputs share a pixel column");
-  __shared__ __half raw_tile[BM * BN];
   const int col = static_cast<int>(threadIdx.x) % BN, row0 = static_cast<int>(threadIdx.x) / BN;
   bool reads_raw = false;
   for (int j = 0; j < p.epi.n_instrs; ++j) reads_raw = reads_raw || p.epi.ins[j].src == 0;
@@ -156,15 +147,112 @@ __global__ void __launch_bounds__(kPwThreads) pointwise_kernel(const __grid_cons
       }
     });
   }
-  if (col < cols_p) {
-    const int64_t out0 = (static_cast<int64_t>(n) * p.k + k0) * p.hw + p0 + col;
+  if (col < t.cols_p) {
+    const int64_t out0 = (static_cast<int64_t>(t.n) * p.k + t.k0) * p.hw + t.p0 + col;
 #pragma unroll 8
     for (int e = 0; e < kPer; ++e) {
       const int r = row0 + e * kRowStep;
-      if (r < rows_k)
+      if (r < t.rows_k) {
         store_from_float(p.epi.out, p.epi.out_dt, out0 + static_cast<int64_t>(r) * p.hw, c_tile[r * kLdC + col]);
+      }
     }
   }
+}
+
+// Any alignment: steps of 32 input channels staged through registers (TileShare).
+template <int BM, int BN>
+__global__ void __launch_bounds__(kPwThreads) pointwise_kernel(const __grid_constant__ PointwiseParams p) {
+  constexpr int kBK = 32, kLdA = kBK + 8, kLdB = BN + 8;  // padded rows: fewer bank conflicts, 32-byte fragments
+  __shared__ __align__(32) __half a_tile[BM * kLdA];
+  __shared__ __align__(32) __half b_tile[kBK * kLdB];
+  __shared__ __align__(32) float c_tile[BM * (BN + 4)];
+  __shared__ __half raw_tile[BM * BN];
+  __shared__ float operand[kEwMaxInputs][BM];
+  const TilePlace t = tile_place<BM, BN>(p);
+  const __half* x = static_cast<const __half*>(p.x) + static_cast<int64_t>(t.n) * p.c * p.hw + t.p0;
+  const __half* w = static_cast<const __half*>(p.w) + static_cast<int64_t>(t.k0) * p.c;
+  const int warp = static_cast<int>(threadIdx.x) / 32, wm = warp / (BN / 32), wn = warp % (BN / 32);
+
+  TileShare<BM, kBK> share_a;
+  TileShare<kBK, BN> share_b;
+  share_a.load(w, p.c, t.rows_k, min(kBK, p.c));
+  share_b.load(x, p.hw, min(kBK, p.c), t.cols_p);
+  load_operands<BM>(p, t, operand);
+  nvcuda::wmma::fragment<nvcuda::wmma::accumulator, 16, 16, 16, float> acc[2][2];
+  for (auto& row : acc) {
+    for (auto& f : row) nvcuda::wmma::fill_fragment(f, 0.f);
+  }
+  for (int c0 = 0; c0 < p.c; c0 += kBK) {
+    share_a.template store<kLdA>(a_tile);
+    share_b.template store<kLdB>(b_tile);
+    __syncthreads();
+    const int c1 = c0 + kBK;
+    if (c1 < p.c) {  // the next step's loads are in flight during this step's products
+      const int depth = min(kBK, p.c - c1);
+      share_a.load(w + c1, p.c, t.rows_k, depth);
+      share_b.load(x + static_cast<int64_t>(c1) * p.hw, p.hw, depth, t.cols_p);
+    }
+    mma_step<kBK, kLdA, kLdB>(acc, a_tile, b_tile, wm, wn);
+    __syncthreads();
+  }
+  finish_tile<BM, BN>(p, t, acc, c_tile, raw_tile, operand, wm, wn);
+}
+
+// Rows of 16-byte words (input channels and pixels multiples of 8, aligned sources): steps of 64 input channels
+// copied straight to shared memory (cp.async, two stages: the next step's copy runs during this step's products);
+// the epilogue's tiles reuse the stages' memory.
+template <int BM, int BN>
+__global__ void __launch_bounds__(kPwThreads) pointwise_async_kernel(const __grid_constant__ PointwiseParams p) {
+  constexpr int kBK = 64, kLdA = kBK + 8, kLdB = BN + 8;
+  constexpr int kStageA = BM * kLdA, kStage = kStageA + kBK * kLdB;  // halves
+  constexpr int kBytes = 2 * kStage * 2;
+  static_assert(BM * (BN + 4) * 4 + BM * BN * 2 <= kBytes, "the epilogue's tiles fit in the stages");
+  __shared__ __align__(128) unsigned char smem[kBytes];
+  __shared__ float operand[kEwMaxInputs][BM];
+  __half* stages = reinterpret_cast<__half*>(smem);
+  const TilePlace t = tile_place<BM, BN>(p);
+  const __half* x = static_cast<const __half*>(p.x) + static_cast<int64_t>(t.n) * p.c * p.hw + t.p0;
+  const __half* w = static_cast<const __half*>(p.w) + static_cast<int64_t>(t.k0) * p.c;
+  const int warp = static_cast<int>(threadIdx.x) / 32, wm = warp / (BN / 32), wn = warp % (BN / 32);
+  const int steps = (p.c + kBK - 1) / kBK;
+
+  auto copy_step = [&](int step) {
+    __half* a = stages + (step & 1) * kStage;
+    __half* b = a + kStageA;
+    const int c0 = step * kBK, depth = min(kBK, p.c - c0);
+    for (int i = static_cast<int>(threadIdx.x); i < BM * (kBK / 8); i += kPwThreads) {
+      const int r = i / (kBK / 8), c = (i - r * (kBK / 8)) * 8;
+      const bool in = r < t.rows_k && c < depth;  // outside: 16 bytes of zeros, nothing read
+      __pipeline_memcpy_async(a + r * kLdA + c, in ? w + static_cast<int64_t>(r) * p.c + c0 + c : w, 16, in ? 0 : 16);
+    }
+    for (int i = static_cast<int>(threadIdx.x); i < kBK * (BN / 8); i += kPwThreads) {
+      const int r = i / (BN / 8), c = (i - r * (BN / 8)) * 8;
+      const bool in = r < depth && c < t.cols_p;
+      __pipeline_memcpy_async(b + r * kLdB + c, in ? x + static_cast<int64_t>(c0 + r) * p.hw + c : x, 16, in ? 0 : 16);
+    }
+    __pipeline_commit();
+  };
+  copy_step(0);
+  load_operands<BM>(p, t, operand);
+  nvcuda::wmma::fragment<nvcuda::wmma::accumulator, 16, 16, 16, float> acc[2][2];
+  for (auto& row : acc) {
+    for (auto& f : row) nvcuda::wmma::fill_fragment(f, 0.f);
+  }
+  for (int s = 0; s < steps; ++s) {
+    if (s + 1 < steps) {
+      copy_step(s + 1);  // into the stage the previous step read (all threads passed its closing barrier)
+      __pipeline_wait_prior(1);
+    } else {
+      __pipeline_wait_prior(0);
+    }
+    __syncthreads();
+    const __half* a = stages + (s & 1) * kStage;
+    mma_step<kBK, kLdA, kLdB>(acc, a, a + kStageA, wm, wn);
+    __syncthreads();
+  }
+  float* c_tile = reinterpret_cast<float*>(smem);
+  __half* raw_tile = reinterpret_cast<__half*>(smem + BM * (BN + 4) * 4);
+  finish_tile<BM, BN>(p, t, acc, c_tile, raw_tile, operand, wm, wn);
 }
 
 // One pixel per image (the squeeze-and-excite convolutions after a global pool): one warp per output, its lanes
@@ -188,13 +276,13 @@ __global__ void pointwise_gemv_kernel(const __grid_constant__ PointwiseParams p)
 }
 
 template <int BM, int BN>
-void launch_tiles(const PointwiseParams& p, bool vec, cudaStream_t stream) {
+void launch_tiles(const PointwiseParams& p, bool words, cudaStream_t stream) {
   const dim3 grid(static_cast<unsigned>((p.hw + BN - 1) / BN), static_cast<unsigned>((p.k + BM - 1) / BM),
                   static_cast<unsigned>(p.n));
-  if (vec) {
-    pointwise_kernel<BM, BN, true><<<grid, kPwThreads, 0, stream>>>(p);
+  if (words) {
+    pointwise_async_kernel<BM, BN><<<grid, kPwThreads, 0, stream>>>(p);
   } else {
-    pointwise_kernel<BM, BN, false><<<grid, kPwThreads, 0, stream>>>(p);
+    pointwise_kernel<BM, BN><<<grid, kPwThreads, 0, stream>>>(p);
   }
 }
 
@@ -206,6 +294,10 @@ bool pointwise_supported(int64_t n, int64_t c, int64_t k, int64_t hw) {
          (hw > 1 || n * k < (int64_t{1} << 30));
 }
 
+bool pointwise_in_words(int64_t c, int64_t hw) {
+  return c % 8 == 0 && hw % 8 == 0;
+}
+
 cudaError_t launch_pointwise(const PointwiseParams& p, cudaStream_t stream) {
   if (p.n <= 0 || p.k <= 0 || p.hw <= 0) return cudaSuccess;
   if (p.hw == 1) {
@@ -214,12 +306,12 @@ cudaError_t launch_pointwise(const PointwiseParams& p, cudaStream_t stream) {
     return cudaGetLastError();
   }
   const auto aligned = [](const void* ptr) { return reinterpret_cast<uintptr_t>(ptr) % 16 == 0; };
-  const bool vec = p.c % 8 == 0 && p.hw % 8 == 0 && aligned(p.x) && aligned(p.w);
+  const bool words = pointwise_in_words(p.c, p.hw) && aligned(p.x) && aligned(p.w);
   // Few output channels (the detector's and the recogniser's first layers): 32 x 128 tiles, else 64 x 64.
   if (p.k <= 32) {
-    launch_tiles<32, 128>(p, vec, stream);
+    launch_tiles<32, 128>(p, words, stream);
   } else {
-    launch_tiles<64, 64>(p, vec, stream);
+    launch_tiles<64, 64>(p, words, stream);
   }
   return cudaGetLastError();
 }

@@ -84,13 +84,14 @@ class OwnConvStep : public Step {
     if (run_epilogue_ && kind == Kind::kDepthwise && fuse_channel_epilogue(epilogue, y, b, &dw.epi)) {
       run_epilogue_ = false;
     }
-    // fp16 pointwise with a per-channel epilogue over at most 128 input channels, or on one pixel per image: one
-    // kernel of our own instead of cuBLAS's GEMM and the epilogue's launch (k::launch_pointwise), and no cuBLAS
-    // heuristics on a new shape. Wider sums stay with cuBLAS: the own kernel's simple pipeline was slower from 240
-    // input channels up (H100, 2026-12-06, docs/BENCHMARKS.md). fp32 keeps cuBLAS, as do epilogues with other operands.
+    // fp16 pointwise with a per-channel epilogue: one kernel of our own instead of cuBLAS's GEMM and the epilogue's
+    // launch (k::launch_pointwise), and no cuBLAS heuristics on a new shape. It takes rows of 16-byte words at any
+    // width, other rows up to 128 input channels, and one pixel per image; wider sums on unaligned rows stay with
+    // cuBLAS (the register-staged kernel was slower there: H100, 2026-12-06, docs/BENCHMARKS.md). fp32 keeps cuBLAS,
+    // as do epilogues with other operands.
     fused_gemm_ = false;
-    if ((c <= kFusedPointwiseMaxChannels || hw == 1) && run_epilogue_ && kind == Kind::kPointwise &&
-        y.dtype == DType::kF16 && k::pointwise_supported(batch, c, kout, hw)) {
+    if ((c <= kFusedPointwiseMaxChannels || hw == 1 || k::pointwise_in_words(c, hw)) && run_epilogue_ &&
+        kind == Kind::kPointwise && y.dtype == DType::kF16 && k::pointwise_supported(batch, c, kout, hw)) {
       pw_ = k::PointwiseParams();
       if (fuse_channel_epilogue(epilogue, y, b, &pw_.epi)) {
         pw_.x = x_ptr_;
