@@ -120,8 +120,8 @@ struct PointwiseParams {
 };
 // Whether launch_pointwise takes this geometry (grid and index limits).
 bool pointwise_supported(int64_t n, int64_t c, int64_t k, int64_t hw);
-// Whether its rows go as 16-byte words (with aligned tensors): the kernel that copies them asynchronously, as fast as
-// cuBLAS and its epilogue on wide sums too; other shapes stage through registers.
+// Whether its rows go as 16-byte words (with aligned tensors): the kernel that copies them asynchronously (level with
+// cuBLAS and the epilogue's launch on wide sums, docs/BENCHMARKS.md); other rows stage through registers.
 bool pointwise_in_words(int64_t c, int64_t hw);
 cudaError_t launch_pointwise(const PointwiseParams& p, cudaStream_t stream);
 

@@ -25,7 +25,9 @@
 namespace steadyocr::cuda {
 namespace {
 
-constexpr int64_t kFusedPointwiseMaxChannels = 128;  // input channels up to which the fused pointwise kernel runs
+// Input channels up to which the fused pointwise kernel takes rows that are not 16-byte words (its register-staged
+// path; wider ones stay with cuBLAS).
+constexpr int64_t kFusedPointwiseMaxChannels = 128;
 
 // A convolution's epilogue into its own kernel (k::DwEpilogue; depthwise and shuffle deconvolution): the program reads
 // the raw output `y` as its accumulator over y's own index space, and every other operand is one value per channel or
