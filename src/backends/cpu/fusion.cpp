@@ -42,7 +42,7 @@ bool is_linear(const PostOp& p) {
 
 // y = alpha*x + beta, merged into a preceding linear post-op. A chain holds one eltwise_linear at most: oneDNN 2.6's
 // matmul and convolution computed chains with two of them wrongly (linear, clip, linear gave errors of 1.3; a
-// standalone oneDNN program showed it, the op case Pattern_pointwise_words_two_steps found it). A second one goes as
+// bench/onednn_post_ops shows it, the op case Pattern_pointwise_words_two_steps found it). A second one goes as
 // binary multiply and add by one-value operands.
 void push_linear(Epilogue& e, float alpha, float beta) {
   if (!e.ops.empty() && is_linear(e.ops.back())) {

@@ -287,7 +287,8 @@ void CudaPreparedGraph::record_step_times(const Plan& plan, bool replayed, bool 
                      : ", eager (launch gaps "
                        "included)",
             total / profiled_runs_, kinds_text, steps_text);
-  // Every step in plan order, for comparing two builds step by step (--log-level debug).
+  // Every step in plan order, for comparing two builds step by step (--log-level debug; not built otherwise).
+  if (log::level() > log::Level::kDebug) return;
   std::string all_text;
   for (size_t i = 0; i < step_ms_.size(); ++i) {
     all_text += fmt::format("{}{} {:.4f}", i ? "; " : "", plan.steps[i]->label, step_ms_[i] / profiled_runs_);
