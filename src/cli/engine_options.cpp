@@ -108,6 +108,11 @@ void add_engine_flags(CLI::App* app, EngineArgs* args) {
                   "Round recognition batch widths up to min width + k*N (fewer shapes to plan; 0: exact, as PaddleOCR)")
       ->check(CLI::Range(0, 4096))
       ->capture_default_str();
+  app->add_option("--rec-pad-rows", args->rec_pad_rows,
+                  "Pad each recognition call's rows up to a multiple of N with blank rows (fewer shapes to plan, the "
+                  "blank rows computed too; results unchanged; 0: none; -1: the profile's default)")
+      ->check(CLI::Range(-1, 256))
+      ->capture_default_str();
   app->add_option("--det-bucket", args->det_bucket,
                   "Pad detection inputs up to multiples of N (fewer shapes to plan; 0: none, as PaddleOCR)")
       ->check(CLI::Range(0, 4096))
@@ -189,6 +194,7 @@ Result<EngineOptions> engine_options_from(const EngineArgs& a) {
   opts.rec.batch = a.rec_batch;
   opts.rec.min_width = a.rec_min_width;
   opts.rec.width_bucket = a.rec_width_bucket;
+  opts.rec.pad_rows = a.rec_pad_rows;
   if (!parse_rec_interp(a.rec_interp, &opts.rec.interp)) {
     return invalid_argument("--rec-interp must be linear, cubic or lanczos (got '" + a.rec_interp + "')");
   }

@@ -35,6 +35,7 @@ struct EngineArgs {
   double det_box_thresh = 0.6, unclip_ratio = 1.5;
   int rec_batch = 6, rec_min_width = 320;
   int rec_width_bucket = 0, det_bucket = 0;
+  int rec_pad_rows = -1;
   bool no_cross_batch = false;
   int batch_slots = 0;
   std::string rec_interp = "lanczos";

@@ -20,7 +20,7 @@ NLOHMANN_JSON_SERIALIZE_ENUM(RecInterp, {{RecInterp::kLinear, "linear"},
                                          {RecInterp::kLanczos, "lanczos"}})
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(ModelPaths, det, rec, cls, dict)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(DbOptions, thresh, box_thresh, unclip_ratio, max_candidates, min_size)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(RecOptions, height, min_width, batch, width_bucket, pad_batch,
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(RecOptions, height, min_width, batch, width_bucket, pad_rows,
                                                 merge_rows, interp)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(ClsOptions, height, width, batch, thresh)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(PipelineOptions::Batching, enabled, det_images, rec_rows, cls_rows,

@@ -34,6 +34,9 @@ ModelPaths model_paths_in(const std::string& dir) {
 
 namespace {
 
+// Recognition rows per call on the device profile are padded to a multiple of this (RecOptions::pad_rows).
+constexpr int kDeviceRecPadRows = 6;
+
 Result<std::unique_ptr<runtime::Model>> load_model(const std::string& what, const std::string& path,
                                                    const std::shared_ptr<Backend>& backend,
                                                    const runtime::ModelOptions& options) {
@@ -72,7 +75,7 @@ Result<std::unique_ptr<Pipeline>> Pipeline::load(const ModelPaths& paths, std::s
   model_options.cache_dir = opts.cache_dir;
   model_options.fallbacks = runtime::fallback_chain(backend->name());  // where the nodes it declines run
   if (device) {
-    opts.rec.pad_batch = true;
+    if (opts.rec.pad_rows < 0) opts.rec.pad_rows = kDeviceRecPadRows;
     opts.rec.concurrent_calls = opts.rec_concurrent_calls;
     if (opts.rec.merge_rows == 0) opts.rec.merge_rows = 8 * std::max(opts.rec.batch, 1);
     model_options.max_replicas = std::max(1, opts.plan_instances);

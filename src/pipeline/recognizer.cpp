@@ -137,7 +137,8 @@ Result<std::vector<RecText>> Recognizer::recognize(const std::vector<cv::Mat>& c
     rows_of.clear();
     for (; g_idx < groups.size() && (g_idx == wave || bytes < kWaveBytes); ++g_idx) {
       const Group& g = groups[g_idx];
-      const size_t rows = options_.pad_batch ? (g.n + batch - 1) / batch * batch : g.n;
+      const size_t pad = static_cast<size_t>(std::max(options_.pad_rows, 1));
+      const size_t rows = (g.n + pad - 1) / pad * pad;
       inputs[g_idx] = Tensor::empty(DType::kF32, {static_cast<int64_t>(rows), 3, h, g.width});
       const size_t row_floats = static_cast<size_t>(3) * h * g.width;
       float* base = inputs[g_idx].data<float>();

@@ -31,9 +31,11 @@ struct RecOptions {
   // Batch widths above min_width rounded up to min_width + k * width_bucket (0: exact, as PaddleOCR). Few distinct
   // input shapes, so GPU backends plan (and capture) each width once instead of for nearly every batch.
   int width_bucket = 0;
-  // The last, smaller batch padded with blank rows to `batch` (results unchanged: rows are independent), so every
-  // model run has `batch` rows. For GPU backends, where the padding is free and a new shape is not.
-  bool pad_batch = false;
+  // Rows of a model call rounded up to a multiple of this with blank rows (results unchanged: rows are independent;
+  // 0 or 1: none), so fewer distinct input shapes reach the backend. The blank rows are computed like the others.
+  // -1: the execution profile's default (Pipeline::load: none on either; docs/BENCHMARKS.md, "Recognition rows
+  // without padding").
+  int pad_rows = -1;
   // Consecutive batches that come out the same width (after sorting, most short lines are exactly min_width wide)
   // run as one model call of up to this many rows (0: off). Each row is still the crop normalised at its own
   // batch's width, so the rows are the same as PaddleOCR's; only the number of calls (and new shapes) drops.

@@ -31,10 +31,11 @@ std::vector<Shape> rec_warm_shapes(const PipelineOptions& options) {
   std::vector<Shape> shapes;
   const RecOptions& r = options.rec;
   const int batch = std::max(r.batch, 1);
-  // Short lines all come out exactly min_width wide; merged (merge_rows) and padded (pad_batch), they make calls of
-  // batch, 2 * batch, ... rows at that width: the one recognition width every page meets.
-  if (r.merge_rows > 0 && r.pad_batch) {
-    for (int rows = 2 * batch; rows <= r.merge_rows; rows += batch) shapes.push_back({rows, 3, r.height, r.min_width});
+  // Short lines all come out exactly min_width wide; merged (merge_rows) and padded (pad_rows), they make calls of
+  // step, 2 * step, ... rows at that width: the one recognition width every page meets.
+  if (r.merge_rows > 0 && r.pad_rows > 0) {
+    const int step = std::max(r.pad_rows, batch);
+    for (int rows = 2 * step; rows <= r.merge_rows; rows += step) shapes.push_back({rows, 3, r.height, r.min_width});
   }
   if (r.width_bucket <= 0) {
     if (!shapes.empty()) shapes.insert(shapes.begin(), Shape{batch, 3, r.height, r.min_width});

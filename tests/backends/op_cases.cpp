@@ -603,6 +603,26 @@ std::vector<OpCase> make_cases() {
                  Value* c = b.node(OpKind::kConv, a, {x, b.weight({70, 72, 1, 1}), b.weight({70})}, s);
                  return b.finish({b.node(OpKind::kMul, {}, {c, b.constant(Tensor::from_floats({}, {2.f}))}, s)});
                }});
+  // Wide sums (over 128 input channels) on rows that are not 16-byte words: 78 pixels per image go as 4-byte words,
+  // 68 as 8-byte ones (the recogniser's widths give such rows), each with partial tiles and a partial last step.
+  v.push_back({"Pattern_pointwise_pairs_wide", OpKind::kConv, [] {
+                 CaseBuilder b(27);
+                 const Shape s{2, 40, 6, 13};
+                 Value* x = b.input({2, 144, 6, 13});
+                 graph::ConvAttrs a;
+                 a.kernel = {1, 1};
+                 a.act = Activation::hard_swish();
+                 return b.finish({b.node(OpKind::kConv, a, {x, b.weight({40, 144, 1, 1}), b.weight({40})}, s)});
+               }});
+  v.push_back({"Pattern_pointwise_quads_wide", OpKind::kConv, [] {
+                 CaseBuilder b(28);
+                 const Shape s{3, 20, 4, 17};
+                 Value* x = b.input({3, 136, 4, 17});
+                 graph::ConvAttrs a;
+                 a.kernel = {1, 1};
+                 a.act = Activation::relu();
+                 return b.finish({b.node(OpKind::kConv, a, {x, b.weight({20, 136, 1, 1}), b.weight({20})}, s)});
+               }});
   return v;
 }
 

@@ -84,7 +84,7 @@ TEST(WarmShapes, MergedShortLinesAtTheMinimumWidth) {
   PipelineOptions o;
   o.rec.merge_rows = 24;
   EXPECT_TRUE(rec_warm_shapes(o).empty());  // merging needs padded batches
-  o.rec.pad_batch = true;
+  o.rec.pad_rows = 6;
   auto rec = rec_warm_shapes(o);
   ASSERT_EQ(rec.size(), 4u);  // 6, 12, 18, 24 rows at 320
   EXPECT_EQ(rec.front(), (Shape{6, 3, 48, 320}));
@@ -185,7 +185,7 @@ TEST(RecMerge, SameTextsAsPaddleOcrBatches) {
                                                  "A B C", "0.5", "receipt no 42", "hello", "q"});
   RecOptions plain;
   RecOptions merged;
-  merged.pad_batch = true;
+  merged.pad_rows = 6;
   merged.merge_rows = 12;
   std::shared_ptr<runtime::Model> shared = std::move(model).value();
   Recognizer a(shared, *dict, plain), b(shared, *dict, merged);

@@ -120,8 +120,9 @@ struct PointwiseParams {
 };
 // Whether launch_pointwise takes this geometry (grid and index limits).
 bool pointwise_supported(int64_t n, int64_t c, int64_t k, int64_t hw);
-// Whether its rows go as 16-byte words (with aligned tensors): the kernel that copies them asynchronously (level with
-// cuBLAS and the epilogue's launch on wide sums, docs/BENCHMARKS.md); other rows stage through registers.
+// Whether its rows go as words (with aligned tensors): the weights' as 16 bytes (input channels a multiple of 8), the
+// pixels' as 16, 8 or 4 bytes (a multiple of 2 pixels per image); the kernel that copies them asynchronously (level
+// with cuBLAS and the epilogue's launch on wide sums, docs/BENCHMARKS.md). Other rows stage through registers.
 bool pointwise_in_words(int64_t c, int64_t hw);
 cudaError_t launch_pointwise(const PointwiseParams& p, cudaStream_t stream);
 

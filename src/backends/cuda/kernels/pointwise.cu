@@ -198,11 +198,13 @@ __global__ void __launch_bounds__(kPwThreads) pointwise_kernel(const __grid_cons
   finish_tile<BM, BN>(p, t, acc, c_tile, raw_tile, operand, wm, wn);
 }
 
-// Rows of 16-byte words (input channels and pixels multiples of 8, aligned sources): steps of 64 input channels
-// copied straight to shared memory (cp.async, two stages: the next step's copy runs during this step's products);
-// the epilogue's tiles reuse the stages' memory.
-template <int BM, int BN>
+// Rows in words (pointwise_in_words: input channels a multiple of 8, pixels a multiple of 2, aligned sources): steps
+// of 64 input channels copied straight to shared memory (cp.async, two stages: the next step's copy runs during this
+// step's products); the epilogue's tiles reuse the stages' memory. The weights go as 16-byte words; the pixels as
+// words of kVec halves (8, 4 or 2: the largest that divides a row, so that no word straddles two rows or the edge).
+template <int BM, int BN, int kVec>
 __global__ void __launch_bounds__(kPwThreads) pointwise_async_kernel(const __grid_constant__ PointwiseParams p) {
+  static_assert(kVec == 8 || kVec == 4 || kVec == 2, "cp.async copies 16, 8 or 4 bytes");
   constexpr int kBK = 64, kLdA = kBK + 8, kLdB = BN + 8;
   constexpr int kStageA = BM * kLdA, kStage = kStageA + kBK * kLdB;  // halves
   constexpr int kBytes = 2 * kStage * 2;
@@ -225,10 +227,11 @@ __global__ void __launch_bounds__(kPwThreads) pointwise_async_kernel(const __gri
       const bool in = r < t.rows_k && c < depth;  // outside: 16 bytes of zeros, nothing read
       __pipeline_memcpy_async(a + r * kLdA + c, in ? w + static_cast<int64_t>(r) * p.c + c0 + c : w, 16, in ? 0 : 16);
     }
-    for (int i = static_cast<int>(threadIdx.x); i < kBK * (BN / 8); i += kPwThreads) {
-      const int r = i / (BN / 8), c = (i - r * (BN / 8)) * 8;
-      const bool in = r < depth && c < t.cols_p;
-      __pipeline_memcpy_async(b + r * kLdB + c, in ? x + static_cast<int64_t>(c0 + r) * p.hw + c : x, 16, in ? 0 : 16);
+    for (int i = static_cast<int>(threadIdx.x); i < kBK * (BN / kVec); i += kPwThreads) {
+      const int r = i / (BN / kVec), c = (i - r * (BN / kVec)) * kVec;
+      const bool in = r < depth && c < t.cols_p;  // cols_p is a multiple of kVec: a word is all in or all out
+      __pipeline_memcpy_async(b + r * kLdB + c, in ? x + static_cast<int64_t>(c0 + r) * p.hw + c : x, 2 * kVec,
+                              in ? 0 : 2 * kVec);
     }
     __pipeline_commit();
   };
@@ -279,8 +282,12 @@ template <int BM, int BN>
 void launch_tiles(const PointwiseParams& p, bool words, cudaStream_t stream) {
   const dim3 grid(static_cast<unsigned>((p.hw + BN - 1) / BN), static_cast<unsigned>((p.k + BM - 1) / BM),
                   static_cast<unsigned>(p.n));
-  if (words) {
-    pointwise_async_kernel<BM, BN><<<grid, kPwThreads, 0, stream>>>(p);
+  if (words && p.hw % 8 == 0) {
+    pointwise_async_kernel<BM, BN, 8><<<grid, kPwThreads, 0, stream>>>(p);
+  } else if (words && p.hw % 4 == 0) {
+    pointwise_async_kernel<BM, BN, 4><<<grid, kPwThreads, 0, stream>>>(p);
+  } else if (words) {
+    pointwise_async_kernel<BM, BN, 2><<<grid, kPwThreads, 0, stream>>>(p);
   } else {
     pointwise_kernel<BM, BN><<<grid, kPwThreads, 0, stream>>>(p);
   }
@@ -295,7 +302,7 @@ bool pointwise_supported(int64_t n, int64_t c, int64_t k, int64_t hw) {
 }
 
 bool pointwise_in_words(int64_t c, int64_t hw) {
-  return c % 8 == 0 && hw % 8 == 0;
+  return c % 8 == 0 && hw % 2 == 0;
 }
 
 cudaError_t launch_pointwise(const PointwiseParams& p, cudaStream_t stream) {

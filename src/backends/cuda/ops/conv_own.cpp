@@ -25,8 +25,8 @@
 namespace steadyocr::cuda {
 namespace {
 
-// Input channels up to which the fused pointwise kernel takes rows that are not 16-byte words (its register-staged
-// path; wider ones stay with cuBLAS).
+// Input channels up to which the fused pointwise kernel takes rows that are not in words (k::pointwise_in_words; its
+// register-staged path; wider ones stay with cuBLAS).
 constexpr int64_t kFusedPointwiseMaxChannels = 128;
 
 // A convolution's epilogue into its own kernel (k::DwEpilogue; depthwise and shuffle deconvolution): the program reads
@@ -87,9 +87,9 @@ class OwnConvStep : public Step {
       run_epilogue_ = false;
     }
     // fp16 pointwise with a per-channel epilogue: one kernel of our own instead of cuBLAS's GEMM and the epilogue's
-    // launch (k::launch_pointwise), and no cuBLAS heuristics on a new shape. It takes rows of 16-byte words at any
-    // width, other rows up to 128 input channels, and one pixel per image; wider sums on unaligned rows stay with
-    // cuBLAS (the register-staged kernel was slower there: H100, 2026-12-06, docs/BENCHMARKS.md). fp32 keeps cuBLAS,
+    // launch (k::launch_pointwise), and no cuBLAS heuristics on a new shape. It takes rows in words (input channels a
+    // multiple of 8, an even number of pixels) at any width, other rows up to 128 input channels, and one pixel per
+    // image; wider sums on odd rows stay with cuBLAS (the register-staged kernel was slower there: H100, 2026-12-06, docs/BENCHMARKS.md). fp32 keeps cuBLAS,
     // as do epilogues with other operands.
     fused_gemm_ = false;
     if ((c <= kFusedPointwiseMaxChannels || hw == 1 || k::pointwise_in_words(c, hw)) && run_epilogue_ &&
