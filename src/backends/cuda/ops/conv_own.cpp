@@ -89,8 +89,8 @@ class OwnConvStep : public Step {
     // fp16 pointwise with a per-channel epilogue: one kernel of our own instead of cuBLAS's GEMM and the epilogue's
     // launch (k::launch_pointwise), and no cuBLAS heuristics on a new shape. It takes rows in words (input channels a
     // multiple of 8, an even number of pixels) at any width, other rows up to 128 input channels, and one pixel per
-    // image; wider sums on odd rows stay with cuBLAS (the register-staged kernel was slower there: H100, 2026-12-06, docs/BENCHMARKS.md). fp32 keeps cuBLAS,
-    // as do epilogues with other operands.
+    // image; wider sums on odd rows stay with cuBLAS (the register-staged kernel was slower there: H100, 2026-12-06,
+    // docs/BENCHMARKS.md). fp32 keeps cuBLAS, as do epilogues with other operands.
     fused_gemm_ = false;
     if ((c <= kFusedPointwiseMaxChannels || hw == 1 || k::pointwise_in_words(c, hw)) && run_epilogue_ &&
         kind == Kind::kPointwise && y.dtype == DType::kF16 && k::pointwise_supported(batch, c, kout, hw)) {
