@@ -34,8 +34,11 @@ ModelPaths model_paths_in(const std::string& dir) {
 
 namespace {
 
-// Recognition rows per call on the device profile are padded to a multiple of this (RecOptions::pad_rows).
-constexpr int kDeviceRecPadRows = 6;
+// Recognition rows per call on the device profile are padded to a multiple of this (RecOptions::pad_rows; 0: none).
+// Padding to the batch (6) made fewer shapes, but the GPU computes the blank rows: a quarter of synth-dev's rows.
+// Without it an H100 read 385 against 323 synth-dev images/s with 16 in flight, 173-180 against 164 on sroie-dev,
+// the texts identical and cold processes no slower (docs/BENCHMARKS.md, "Recognition rows without padding").
+constexpr int kDeviceRecPadRows = 0;
 
 Result<std::unique_ptr<runtime::Model>> load_model(const std::string& what, const std::string& path,
                                                    const std::shared_ptr<Backend>& backend,
