@@ -54,6 +54,16 @@ CaseGraph CaseBuilder::finish(std::vector<Value*> outputs) {
 
 namespace {
 
+// A 1x1 convolution of `x` (NCHW) to `k` channels with bias and activation `act`: weights [k, C, 1, 1], then the
+// bias [k], drawn from the builder in that order.
+graph::Value* pointwise_conv(CaseBuilder& b, graph::Value* x, int64_t k, Activation act) {
+  graph::ConvAttrs a;
+  a.kernel = {1, 1};
+  a.act = act;
+  const Shape& in = x->shape;
+  return b.node(OpKind::kConv, a, {x, b.weight({k, in[1], 1, 1}), b.weight({k})}, {in[0], k, in[2], in[3]});
+}
+
 int64_t conv_len(int64_t in, int64_t p0, int64_t p1, int64_t k, int64_t s, int64_t d) {
   return (in + p0 + p1 - d * (k - 1) - 1) / s + 1;
 }
@@ -571,57 +581,33 @@ std::vector<OpCase> make_cases() {
   // Pointwise convolutions with per-channel epilogues over the edges of a GEMM's tiles: channels across two tiles of
   // 64 with a remainder, input channels not a multiple of the 32 a step takes, pixels not a multiple of 8 (so no
   // 16-byte loads), then few output channels over pixels in 16-byte words.
-  v.push_back({"Pattern_pointwise_tile_edges_lab", OpKind::kConv, [] {
-                 CaseBuilder b(24);
-                 const Shape s{3, 70, 7, 11};
-                 Value* x = b.input({3, 40, 7, 11});
-                 graph::ConvAttrs a;
-                 a.kernel = {1, 1};
-                 a.act = Activation::hard_swish();
-                 Value* c = b.node(OpKind::kConv, a, {x, b.weight({70, 40, 1, 1}), b.weight({70})}, s);
-                 Value* m = b.node(OpKind::kMul, {}, {c, b.constant(Tensor::from_floats({}, {0.75f}))}, s);
-                 return b.finish({b.node(OpKind::kAdd, {}, {m, b.constant(Tensor::from_floats({}, {-0.25f}))}, s)});
-               }});
+  v.push_back(
+      {"Pattern_pointwise_tile_edges_lab", OpKind::kConv, [] {
+         CaseBuilder b(24);
+         Value* c = pointwise_conv(b, b.input({3, 40, 7, 11}), 70, Activation::hard_swish());
+         Value* m = b.node(OpKind::kMul, {}, {c, b.constant(Tensor::from_floats({}, {0.75f}))}, c->shape);
+         return b.finish({b.node(OpKind::kAdd, {}, {m, b.constant(Tensor::from_floats({}, {-0.25f}))}, c->shape)});
+       }});
   v.push_back({"Pattern_pointwise_few_channels_wide", OpKind::kConv, [] {
                  CaseBuilder b(25);
-                 const Shape s{2, 24, 8, 20};
-                 Value* x = b.input({2, 48, 8, 20});
-                 graph::ConvAttrs a;
-                 a.kernel = {1, 1};
-                 a.act = Activation::relu();
-                 return b.finish({b.node(OpKind::kConv, a, {x, b.weight({24, 48, 1, 1}), b.weight({24})}, s)});
+                 return b.finish({pointwise_conv(b, b.input({2, 48, 8, 20}), 24, Activation::relu())});
                }});
   // Rows of 16-byte words over two steps of input channels, the second partial (72 = 64 + 8), two tiles of output
   // channels and of pixels, both partial.
   v.push_back({"Pattern_pointwise_words_two_steps", OpKind::kConv, [] {
                  CaseBuilder b(26);
-                 const Shape s{2, 70, 8, 12};
-                 Value* x = b.input({2, 72, 8, 12});
-                 graph::ConvAttrs a;
-                 a.kernel = {1, 1};
-                 a.act = Activation::hard_sigmoid(0.2f, 0.5f);
-                 Value* c = b.node(OpKind::kConv, a, {x, b.weight({70, 72, 1, 1}), b.weight({70})}, s);
-                 return b.finish({b.node(OpKind::kMul, {}, {c, b.constant(Tensor::from_floats({}, {2.f}))}, s)});
+                 Value* c = pointwise_conv(b, b.input({2, 72, 8, 12}), 70, Activation::hard_sigmoid(0.2f, 0.5f));
+                 return b.finish({b.node(OpKind::kMul, {}, {c, b.constant(Tensor::from_floats({}, {2.f}))}, c->shape)});
                }});
   // Wide sums (over 128 input channels) on rows that are not 16-byte words: 78 pixels per image go as 4-byte words,
   // 68 as 8-byte ones (the recogniser's widths give such rows), each with partial tiles and a partial last step.
   v.push_back({"Pattern_pointwise_pairs_wide", OpKind::kConv, [] {
                  CaseBuilder b(27);
-                 const Shape s{2, 40, 6, 13};
-                 Value* x = b.input({2, 144, 6, 13});
-                 graph::ConvAttrs a;
-                 a.kernel = {1, 1};
-                 a.act = Activation::hard_swish();
-                 return b.finish({b.node(OpKind::kConv, a, {x, b.weight({40, 144, 1, 1}), b.weight({40})}, s)});
+                 return b.finish({pointwise_conv(b, b.input({2, 144, 6, 13}), 40, Activation::hard_swish())});
                }});
   v.push_back({"Pattern_pointwise_quads_wide", OpKind::kConv, [] {
                  CaseBuilder b(28);
-                 const Shape s{3, 20, 4, 17};
-                 Value* x = b.input({3, 136, 4, 17});
-                 graph::ConvAttrs a;
-                 a.kernel = {1, 1};
-                 a.act = Activation::relu();
-                 return b.finish({b.node(OpKind::kConv, a, {x, b.weight({20, 136, 1, 1}), b.weight({20})}, s)});
+                 return b.finish({pointwise_conv(b, b.input({3, 136, 4, 17}), 20, Activation::relu())});
                }});
   return v;
 }
