@@ -6,7 +6,10 @@ multiple of N for every N given. Prints, per image, the calls, the rows and the 
 the share of that work spent on blank rows.
 
 The crop sizes come from the boxes as the pipeline cuts them: width the longer of the top and bottom edges, height
-the longer of the sides, turned when the height is at least 1.5 times the width.
+the longer of the sides, turned when the height is at least 1.5 times the width. This re-states the grouping of
+pipeline/recognizer.cpp (crop widths are not in the JSON, so steadyocr's own per-image `calls.rec_rows` cannot give
+rows x columns); as a check, its unpadded rows per image should match the mean of `calls.rec_rows` of a host-profile
+run (2026-12-06: synth-dev 12.9 and 12.9, sroie-dev 48.4 and 49.1; lines dropped for a low score make the gap).
 
   scripts/rec_padding.py OCR.json [--pad 6 2 0] [--batch 6] [--merge 48] [--min-width 320] [--height 48]
 """
