@@ -9,10 +9,11 @@
 # Summary: $OUT/summary.txt; JSON and logs: $OUT/stream.tgz.
 #
 # Bundle: scripts/slim_bundle.py .devbundle build/steadyocr build/libsteadyocr_cuda13.so build/tests/test_backends \
+#   [build/so_pointwise_bench for the step kernels] \
 #   -- models ../shared/data/synth-dev ../shared/data/sroie-dev ../shared/tools/peers ../shared/tools/ocr_eval.py \
 #   ../shared/data/golden BASE_DIR   (BASE_DIR, optional: the steadyocr binary before the change)
 # Device (repo root, carry [".devbundle"]): scripts/device_stream.sh
-#   (STEPS="tests rules ab one ocr modes profile trace perf peer", SETS, BACKENDS, VARIANTS="chunk32cv streamcv stream slots4", ROUNDS=2, REPEAT=3,
+#   (STEPS="kernels tests rules ab one ocr modes profile trace perf peer", SETS, BACKENDS, VARIANTS="chunk32cv streamcv stream slots4", ROUNDS=2, REPEAT=3,
 #    BASE=name of BASE_DIR, ONE_BACKENDS=cuda-fp16)
 set -u
 STEPS=${STEPS:-tests rules ab one ocr peer}
@@ -78,6 +79,14 @@ print(f"{tag}: {r['images_per_s']:.1f} images/s (best {r['images_per_s_best']:.1
       f"failed {r['failed']}")
 PY
 }
+
+if want kernels; then
+  # The fused pointwise kernel in each step/stage configuration against cuBLAS (bench/pointwise_bench; the bundle's
+  # bin/so_pointwise_bench).
+  (cd "$B" && timeout 300 ./env.sh bin/so_pointwise_bench) >"$W/kernels.txt" 2>&1
+  echo "== pointwise kernels: exit $?" | tee -a "$S"
+  cut -c1-150 "$W/kernels.txt" | tee -a "$S"
+fi
 
 if want tests; then
   device_cuda_tests 'Fp16StaticRulesAreWorkedOutOncePerModel|CudaModels\.Golden'

@@ -8,6 +8,7 @@
 #include <cuda_pipeline.h>
 #include <mma.h>
 
+#include <atomic>
 #include <type_traits>
 
 #include "backends/cuda/kernels/common.cuh"
@@ -16,6 +17,9 @@ namespace steadyocr::cuda::k {
 namespace {
 
 constexpr int kPwThreads = 128;  // four warps, each 32 x 32 outputs (2 x 2 fragments)
+// The async kernel's steps (input channels) and stages, for 64 x 64 tiles and for 32 x 128 (few output channels).
+constexpr int kWideStep = 64, kWideStages = 2;
+constexpr int kNarrowStep = 64, kNarrowStages = 2;
 
 // One thread's share of an R x C tile in registers, for sources of any alignment: loaded from global memory (row
 // stride `ld`, zeros outside the rows x cols corner) while the tensor cores work on the previous step, then stored to
@@ -199,17 +203,18 @@ __global__ void __launch_bounds__(kPwThreads) pointwise_kernel(const __grid_cons
 }
 
 // Rows in words (pointwise_in_words: input channels a multiple of 8, pixels a multiple of 2, aligned sources): steps
-// of 64 input channels copied straight to shared memory (cp.async, two stages: the next step's copy runs during this
-// step's products); the epilogue's tiles reuse the stages' memory. The weights go as 16-byte words; the pixels as
-// words of kVec halves (8, 4 or 2: the largest that divides a row, so that no word straddles two rows or the edge).
-template <int BM, int BN, int kVec>
+// of kBK input channels copied straight to shared memory (cp.async) through kStages stages, so that kStages - 1 steps'
+// copies are in flight during a step's products (one barrier per step); the epilogue's tiles reuse the stages' memory
+// (dynamic shared memory: PointwiseTiles::smem_bytes). The weights go as 16-byte words; the pixels as words of kVec
+// halves (8, 4 or 2: the largest that divides a row, so that no word straddles two rows or the edge).
+template <int BM, int BN, int kVec, int kBK, int kStages>
 __global__ void __launch_bounds__(kPwThreads) pointwise_async_kernel(const __grid_constant__ PointwiseParams p) {
   static_assert(kVec == 8 || kVec == 4 || kVec == 2, "cp.async copies 16, 8 or 4 bytes");
-  constexpr int kBK = 64, kLdA = kBK + 8, kLdB = BN + 8;
+  static_assert(kStages >= 2 && kBK % 16 == 0, "two stages or more, whole fragments per step");
+  constexpr int kLdA = kBK + 8, kLdB = BN + 8;
   constexpr int kStageA = BM * kLdA, kStage = kStageA + kBK * kLdB;  // halves
-  constexpr int kBytes = 2 * kStage * 2;
-  static_assert(BM * (BN + 4) * 4 + BM * BN * 2 <= kBytes, "the epilogue's tiles fit in the stages");
-  __shared__ __align__(128) unsigned char smem[kBytes];
+  static_assert(BM * (BN + 4) * 4 + BM * BN * 2 <= kStages * kStage * 2, "the epilogue's tiles fit in the stages");
+  extern __shared__ __align__(128) unsigned char smem[];
   __shared__ float operand[kEwMaxInputs][BM];
   __half* stages = reinterpret_cast<__half*>(smem);
   const TilePlace t = tile_place<BM, BN>(p);
@@ -218,41 +223,43 @@ __global__ void __launch_bounds__(kPwThreads) pointwise_async_kernel(const __gri
   const int warp = static_cast<int>(threadIdx.x) / 32, wm = warp / (BN / 32), wn = warp % (BN / 32);
   const int steps = (p.c + kBK - 1) / kBK;
 
+  // Step `step`'s copies into its stage, as one commit group (empty past the last step, so that every iteration
+  // waits on the same count).
   auto copy_step = [&](int step) {
-    __half* a = stages + (step & 1) * kStage;
-    __half* b = a + kStageA;
-    const int c0 = step * kBK, depth = min(kBK, p.c - c0);
-    for (int i = static_cast<int>(threadIdx.x); i < BM * (kBK / 8); i += kPwThreads) {
-      const int r = i / (kBK / 8), c = (i - r * (kBK / 8)) * 8;
-      const bool in = r < t.rows_k && c < depth;  // outside: 16 bytes of zeros, nothing read
-      __pipeline_memcpy_async(a + r * kLdA + c, in ? w + static_cast<int64_t>(r) * p.c + c0 + c : w, 16, in ? 0 : 16);
-    }
-    for (int i = static_cast<int>(threadIdx.x); i < kBK * (BN / kVec); i += kPwThreads) {
-      const int r = i / (BN / kVec), c = (i - r * (BN / kVec)) * kVec;
-      const bool in = r < depth && c < t.cols_p;  // cols_p is a multiple of kVec: a word is all in or all out
-      __pipeline_memcpy_async(b + r * kLdB + c, in ? x + static_cast<int64_t>(c0 + r) * p.hw + c : x, 2 * kVec,
-                              in ? 0 : 2 * kVec);
+    if (step < steps) {
+      __half* a = stages + (step % kStages) * kStage;
+      __half* b = a + kStageA;
+      const int c0 = step * kBK, depth = min(kBK, p.c - c0);
+      for (int i = static_cast<int>(threadIdx.x); i < BM * (kBK / 8); i += kPwThreads) {
+        const int r = i / (kBK / 8), c = (i - r * (kBK / 8)) * 8;
+        const bool in = r < t.rows_k && c < depth;  // outside: 16 bytes of zeros, nothing read
+        __pipeline_memcpy_async(a + r * kLdA + c, in ? w + static_cast<int64_t>(r) * p.c + c0 + c : w, 16, in ? 0 : 16);
+      }
+      for (int i = static_cast<int>(threadIdx.x); i < kBK * (BN / kVec); i += kPwThreads) {
+        const int r = i / (BN / kVec), c = (i - r * (BN / kVec)) * kVec;
+        const bool in = r < depth && c < t.cols_p;  // cols_p is a multiple of kVec: a word is all in or all out
+        __pipeline_memcpy_async(b + r * kLdB + c, in ? x + static_cast<int64_t>(c0 + r) * p.hw + c : x, 2 * kVec,
+                                in ? 0 : 2 * kVec);
+      }
     }
     __pipeline_commit();
   };
-  copy_step(0);
+#pragma unroll
+  for (int s = 0; s < kStages - 1; ++s) copy_step(s);
   load_operands<BM>(p, t, operand);
   nvcuda::wmma::fragment<nvcuda::wmma::accumulator, 16, 16, 16, float> acc[2][2];
   for (auto& row : acc) {
     for (auto& f : row) nvcuda::wmma::fill_fragment(f, 0.f);
   }
   for (int s = 0; s < steps; ++s) {
-    if (s + 1 < steps) {
-      copy_step(s + 1);  // into the stage the previous step read (all threads passed its closing barrier)
-      __pipeline_wait_prior(1);
-    } else {
-      __pipeline_wait_prior(0);
-    }
-    __syncthreads();
-    const __half* a = stages + (s & 1) * kStage;
+    __pipeline_wait_prior(kStages - 2);  // this thread's copies of step s have landed
+    __syncthreads();  // everyone's have; and every warp is done with step s - 1, whose stage the next copy refills
+    copy_step(s + kStages - 1);
+    const __half* a = stages + (s % kStages) * kStage;
     mma_step<kBK, kLdA, kLdB>(acc, a, a + kStageA, wm, wn);
-    __syncthreads();
   }
+  __pipeline_wait_prior(0);
+  __syncthreads();  // every warp's products are done before the epilogue's tiles overwrite the stages
   float* c_tile = reinterpret_cast<float*>(smem);
   __half* raw_tile = reinterpret_cast<__half*>(smem + BM * (BN + 4) * 4);
   finish_tile<BM, BN>(p, t, acc, c_tile, raw_tile, operand, wm, wn);
@@ -278,19 +285,45 @@ __global__ void pointwise_gemv_kernel(const __grid_constant__ PointwiseParams p)
   }
 }
 
-template <int BM, int BN>
-void launch_tiles(const PointwiseParams& p, bool words, cudaStream_t stream) {
+// The async kernel's dynamic shared memory: its stages (the epilogue's tiles reuse them).
+template <int BM, int BN, int kBK, int kStages>
+constexpr int async_smem_bytes() {
+  return kStages * (BM * (kBK + 8) + kBK * (BN + 8)) * 2;
+}
+
+// One launch of the async kernel. Above 48 KiB of shared memory a kernel must be allowed it on each device before
+// its first launch there (cudaFuncSetAttribute, not a stream operation: allowed while a stream is captured); done once
+// per device and instantiation.
+template <int BM, int BN, int kVec, int kBK, int kStages>
+cudaError_t launch_async(const dim3& grid, const PointwiseParams& p, cudaStream_t stream) {
+  constexpr int kBytes = async_smem_bytes<BM, BN, kBK, kStages>();
+  auto* kernel = pointwise_async_kernel<BM, BN, kVec, kBK, kStages>;
+  if constexpr (kBytes > 48 * 1024) {
+    static std::atomic<uint64_t> allowed{0};  // device ordinals below 64, one bit each; others set it every time
+    int device = 0;
+    if (const cudaError_t e = cudaGetDevice(&device); e != cudaSuccess) return e;
+    const uint64_t bit = device < 64 ? uint64_t{1} << device : 0;
+    if (bit == 0 || (allowed.load(std::memory_order_acquire) & bit) == 0) {
+      const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kBytes);
+      if (e != cudaSuccess) return e;
+      allowed.fetch_or(bit, std::memory_order_release);
+    }
+  }
+  kernel<<<grid, kPwThreads, kBytes, stream>>>(p);
+  return cudaGetLastError();
+}
+
+// Tiles of BM output channels x BN pixels; rows in words through the async kernel (steps of kBK channels, kStages
+// stages), other rows through registers.
+template <int BM, int BN, int kBK, int kStages>
+cudaError_t launch_tiles(const PointwiseParams& p, bool words, cudaStream_t stream) {
   const dim3 grid(static_cast<unsigned>((p.hw + BN - 1) / BN), static_cast<unsigned>((p.k + BM - 1) / BM),
                   static_cast<unsigned>(p.n));
-  if (words && p.hw % 8 == 0) {
-    pointwise_async_kernel<BM, BN, 8><<<grid, kPwThreads, 0, stream>>>(p);
-  } else if (words && p.hw % 4 == 0) {
-    pointwise_async_kernel<BM, BN, 4><<<grid, kPwThreads, 0, stream>>>(p);
-  } else if (words) {
-    pointwise_async_kernel<BM, BN, 2><<<grid, kPwThreads, 0, stream>>>(p);
-  } else {
-    pointwise_kernel<BM, BN><<<grid, kPwThreads, 0, stream>>>(p);
-  }
+  if (words && p.hw % 8 == 0) return launch_async<BM, BN, 8, kBK, kStages>(grid, p, stream);
+  if (words && p.hw % 4 == 0) return launch_async<BM, BN, 4, kBK, kStages>(grid, p, stream);
+  if (words) return launch_async<BM, BN, 2, kBK, kStages>(grid, p, stream);
+  pointwise_kernel<BM, BN><<<grid, kPwThreads, 0, stream>>>(p);
+  return cudaGetLastError();
 }
 
 }  // namespace
@@ -315,12 +348,8 @@ cudaError_t launch_pointwise(const PointwiseParams& p, cudaStream_t stream) {
   const auto aligned = [](const void* ptr) { return reinterpret_cast<uintptr_t>(ptr) % 16 == 0; };
   const bool words = pointwise_in_words(p.c, p.hw) && aligned(p.x) && aligned(p.w);
   // Few output channels (the detector's and the recogniser's first layers): 32 x 128 tiles, else 64 x 64.
-  if (p.k <= 32) {
-    launch_tiles<32, 128>(p, words, stream);
-  } else {
-    launch_tiles<64, 64>(p, words, stream);
-  }
-  return cudaGetLastError();
+  if (p.k <= 32) return launch_tiles<32, 128, kNarrowStep, kNarrowStages>(p, words, stream);
+  return launch_tiles<64, 64, kWideStep, kWideStages>(p, words, stream);
 }
 
 }  // namespace steadyocr::cuda::k

@@ -1,0 +1,215 @@
+// The fused fp16 pointwise kernel (src/backends/cuda/kernels/pointwise.cu) on the recogniser's and detector's 1x1
+// convolutions, in every step/stage configuration below, against cuBLAS's strided batched GEMM of the same product
+// (without the epilogue, which costs cuBLAS a second launch): device microseconds per launch, one stream and four
+// at once (images in flight share the device), and each configuration's largest difference from the first
+// (the same sums in the same order: 0 expected). A measuring tool (issue 13), never linked into steadyocr.
+//
+//   so_pointwise_bench [--iters N]      (prints a table; exit 1 when a configuration's output differs)
+#include <cublas_v2.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <vector>
+
+// The kernel's own translation unit, so that every configuration can be instantiated here.
+#include "backends/cuda/kernels/pointwise.cu"
+
+namespace {
+
+using steadyocr::cuda::k::Dt;
+using steadyocr::cuda::k::EwOp;
+using steadyocr::cuda::k::PointwiseParams;
+
+#define CHECK_CUDA(x)                                                                          \
+  do {                                                                                         \
+    const cudaError_t e_ = (x);                                                                \
+    if (e_ != cudaSuccess) {                                                                   \
+      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
+      std::exit(2);                                                                            \
+    }                                                                                          \
+  } while (0)
+
+struct Case {
+  const char* what;
+  int n, c, k, hw;
+};
+
+// The recogniser at 48 x 320 (rows of 6 and of 1; model_macs.py's shapes) and a few of the detector's at 960 x 736.
+const Case kCases[] = {
+    {"rec 480->480 6x80", 6, 480, 480, 480},  {"rec 480->480 3x80", 6, 480, 480, 240},
+    {"rec 240->480 6x80", 6, 240, 480, 480},  {"rec 240->240 12x80", 6, 240, 240, 960},
+    {"rec 128->240 12x80", 6, 128, 240, 960}, {"rec 128->128 12x160", 6, 128, 128, 1920},
+    {"rec 64->128 12x160", 6, 64, 128, 1920}, {"rec 64->64 24x160", 6, 64, 64, 3840},
+    {"rec 32->64 24x160", 6, 32, 64, 3840},   {"rec 16->32 24x160", 6, 16, 32, 3840},
+    {"rec1 480->480 3x80", 1, 480, 480, 240}, {"rec1 240->240 12x80", 1, 240, 240, 960},
+    {"det 96->24 240x184", 1, 96, 24, 44160}, {"det 192->384 30x23", 1, 192, 384, 690},
+    {"det 48->96 120x92", 1, 48, 96, 11040},
+};
+
+using Launch = std::function<cudaError_t(const PointwiseParams&, cudaStream_t)>;
+
+struct Config {
+  const char* name;
+  Launch launch;
+};
+
+template <int BM, int BN, int kBK, int kStages>
+Launch tiles() {
+  return [](const PointwiseParams& p, cudaStream_t s) {
+    return steadyocr::cuda::k::launch_tiles<BM, BN, kBK, kStages>(p, true, s);
+  };
+}
+
+std::vector<Config> configs() {
+  return {
+      {"shipped (launch_pointwise)",
+       [](const PointwiseParams& p, cudaStream_t s) { return steadyocr::cuda::k::launch_pointwise(p, s); }},
+      {"64x64 step 64, 2 stages", tiles<64, 64, 64, 2>()},
+      {"64x64 step 64, 3 stages", tiles<64, 64, 64, 3>()},
+      {"64x64 step 64, 4 stages", tiles<64, 64, 64, 4>()},
+      {"64x64 step 32, 3 stages", tiles<64, 64, 32, 3>()},
+      {"64x64 step 32, 4 stages", tiles<64, 64, 32, 4>()},
+      {"64x64 step 32, 6 stages", tiles<64, 64, 32, 6>()},
+      {"32x128 step 64, 2 stages", tiles<32, 128, 64, 2>()},
+      {"32x128 step 32, 4 stages", tiles<32, 128, 32, 4>()},
+  };
+}
+
+float time_ms(const std::function<void(int)>& body, int iters, int streams, const std::vector<cudaStream_t>& ss) {
+  cudaEvent_t a, b;
+  CHECK_CUDA(cudaEventCreate(&a));
+  CHECK_CUDA(cudaEventCreate(&b));
+  for (int i = 0; i < 5; ++i) body(i % streams);
+  CHECK_CUDA(cudaDeviceSynchronize());
+  CHECK_CUDA(cudaEventRecord(a, ss[0]));
+  for (int s = 1; s < streams; ++s) CHECK_CUDA(cudaStreamWaitEvent(ss[s], a));
+  for (int i = 0; i < iters * streams; ++i) body(i % streams);
+  for (int s = 1; s < streams; ++s) {
+    cudaEvent_t e;
+    CHECK_CUDA(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+    CHECK_CUDA(cudaEventRecord(e, ss[s]));
+    CHECK_CUDA(cudaStreamWaitEvent(ss[0], e));
+    CHECK_CUDA(cudaEventDestroy(e));
+  }
+  CHECK_CUDA(cudaEventRecord(b, ss[0]));
+  CHECK_CUDA(cudaEventSynchronize(b));
+  float ms = 0;
+  CHECK_CUDA(cudaEventElapsedTime(&ms, a, b));
+  CHECK_CUDA(cudaEventDestroy(a));
+  CHECK_CUDA(cudaEventDestroy(b));
+  return ms / (iters * streams);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int iters = 200;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--iters") == 0 && i + 1 < argc) {
+      iters = std::atoi(argv[++i]);
+    } else {
+      std::fprintf(stderr, "usage: %s [--iters N]\n", argv[0]);
+      return 2;
+    }
+  }
+  if (iters < 1) iters = 1;
+  cudaDeviceProp prop{};
+  CHECK_CUDA(cudaGetDeviceProperties(&prop, 0));
+  std::printf("# %s, %d SMs; us per launch (one stream / four streams at once, per launch), TFLOPS on one stream\n",
+              prop.name, prop.multiProcessorCount);
+  constexpr int kStreams = 4;
+  std::vector<cudaStream_t> ss(kStreams);
+  for (auto& s : ss) CHECK_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  cublasHandle_t blas;
+  if (cublasCreate(&blas) != CUBLAS_STATUS_SUCCESS) {
+    std::fprintf(stderr, "cublasCreate failed\n");
+    return 2;
+  }
+  const std::vector<Config> cfgs = configs();
+  bool differs = false;
+  for (const Case& cs : kCases) {
+    const size_t nx = static_cast<size_t>(cs.n) * cs.c * cs.hw, nw = static_cast<size_t>(cs.k) * cs.c,
+                 ny = static_cast<size_t>(cs.n) * cs.k * cs.hw;
+    std::vector<__half> hx(nx), hw(nw), hb(cs.k);
+    uint32_t seed = 12345;
+    auto draw = [&] {
+      seed = seed * 1664525u + 1013904223u;
+      return static_cast<float>((seed >> 8) & 0xffff) / 65536.f - 0.5f;
+    };
+    for (auto& v : hx) v = __float2half(draw());
+    for (auto& v : hw) v = __float2half(draw() * 0.2f);
+    for (auto& v : hb) v = __float2half(draw());
+    __half *x, *w, *b, *y;
+    CHECK_CUDA(cudaMalloc(&x, nx * 2));
+    CHECK_CUDA(cudaMalloc(&w, nw * 2));
+    CHECK_CUDA(cudaMalloc(&b, cs.k * 2));
+    // One output per stream, so that streams at once do not write the same memory.
+    CHECK_CUDA(cudaMalloc(&y, ny * 2 * kStreams));
+    CHECK_CUDA(cudaMemcpy(x, hx.data(), nx * 2, cudaMemcpyHostToDevice));
+    CHECK_CUDA(cudaMemcpy(w, hw.data(), nw * 2, cudaMemcpyHostToDevice));
+    CHECK_CUDA(cudaMemcpy(b, hb.data(), cs.k * 2, cudaMemcpyHostToDevice));
+    PointwiseParams p;
+    p.x = x;
+    p.w = w;
+    p.n = cs.n;
+    p.c = cs.c;
+    p.k = cs.k;
+    p.hw = cs.hw;
+    p.epi.n_instrs = 2;  // bias, then hard-swish: the recogniser's usual epilogue
+    p.epi.ins[0].op = EwOp::kAdd;
+    p.epi.ins[0].src = 1;
+    p.epi.ins[1].op = EwOp::kHardSwish;
+    p.epi.in[1] = b;
+    p.epi.in_dt[1] = Dt::kF16;
+    p.epi.per_channel[1] = true;
+    p.epi.out_dt = Dt::kF16;
+    const double flop = 2.0 * cs.n * cs.c * cs.k * cs.hw;
+    std::printf("%-22s n %d c %3d k %3d hw %5d (%.0f MFLOP)\n", cs.what, cs.n, cs.c, cs.k, cs.hw, flop / 1e6);
+    std::vector<__half> ref(ny), got(ny);
+    for (size_t ci = 0; ci < cfgs.size(); ++ci) {
+      const Config& cfg = cfgs[ci];
+      const bool wide_only = std::strstr(cfg.name, "32x128") == nullptr;
+      if (ci > 0 && wide_only == (cs.k <= 32)) continue;  // each tile shape where launch_pointwise would use it
+      auto body = [&](int s) {
+        PointwiseParams q = p;
+        q.epi.out = y + static_cast<size_t>(s) * ny;
+        CHECK_CUDA(cfg.launch(q, ss[s]));
+      };
+      const float one = time_ms(body, iters, 1, ss), four = time_ms(body, iters, kStreams, ss);
+      CHECK_CUDA(cudaDeviceSynchronize());
+      CHECK_CUDA(cudaMemcpy(ci == 0 ? ref.data() : got.data(), y, ny * 2, cudaMemcpyDeviceToHost));
+      float diff = 0;
+      if (ci > 0) {
+        for (size_t i = 0; i < ny; ++i) {
+          diff = std::fmax(diff, std::fabs(__half2float(got[i]) - __half2float(ref[i])));
+        }
+      }
+      differs = differs || diff != 0;
+      std::printf("  %-28s %8.2f / %8.2f us  %6.1f TFLOPS  max diff %g\n", cfg.name, one * 1e3, four * 1e3,
+                  flop / (one * 1e-3) / 1e12, diff);
+    }
+    // cuBLAS: Y[n] (hw x k, column-major) = X[n] (hw x c) * W^T, as conv_own.cpp calls it; no epilogue.
+    auto gemm = [&](int s) {
+      const float one = 1.f, zero = 0.f;
+      cublasSetStream(blas, ss[s]);
+      cublasGemmStridedBatchedEx(blas, CUBLAS_OP_N, CUBLAS_OP_N, cs.hw, cs.k, cs.c, &one, x, CUDA_R_16F, cs.hw,
+                                 static_cast<long long>(cs.c) * cs.hw, w, CUDA_R_16F, cs.c, 0, &zero,
+                                 y + static_cast<size_t>(s) * ny, CUDA_R_16F, cs.hw,
+                                 static_cast<long long>(cs.k) * cs.hw, cs.n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+    };
+    const float one = time_ms(gemm, iters, 1, ss), four = time_ms(gemm, iters, kStreams, ss);
+    std::printf("  %-28s %8.2f / %8.2f us  %6.1f TFLOPS  (GEMM only, no epilogue)\n", "cuBLAS", one * 1e3, four * 1e3,
+                flop / (one * 1e-3) / 1e12);
+    CHECK_CUDA(cudaFree(x));
+    CHECK_CUDA(cudaFree(w));
+    CHECK_CUDA(cudaFree(b));
+    CHECK_CUDA(cudaFree(y));
+  }
+  cublasDestroy(blas);
+  if (differs) std::printf("# a configuration's output differs from the shipped kernel's\n");
+  return differs ? 1 : 0;
+}
