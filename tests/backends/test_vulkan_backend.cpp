@@ -146,6 +146,46 @@ TEST(VulkanPlugin, CandidatesHonourThePin) {
 namespace steadyocr::testing {
 namespace {
 
+// Weights are found again by their host storage (vk::WeightCache::known), so a plan for a new input shape neither
+// converts nor hashes them. A freed storage whose address comes back with other bytes is not taken for the old one:
+// each round wraps the same buffer under a new owner with new values, and plans two shapes with it.
+TEST(VulkanPlugin, WeightsAreFoundByTheirStorageNotByAReusedAddress) {
+  SO_VULKAN_OR_SKIP();
+  for (const char* name : {"vulkan", "vulkan-fp16"}) {
+    auto b = runtime::create_backend(name);
+    if (!b.is_ok() && std::string(name) == "vulkan-fp16") continue;  // no 16-bit storage on this device
+    ASSERT_TRUE(b.is_ok()) << b.status().to_string();
+    const Shape cs{1, 3, 1, 7};
+    std::vector<float> buffer(21);
+    for (int round = 0; round < 3; ++round) {
+      // Small integers times 0.5: exact in fp16 as in fp32, and so are the products below.
+      for (size_t i = 0; i < buffer.size(); ++i) buffer[i] = static_cast<float>(round * 8 + static_cast<int>(i)) * 0.5f;
+      const Tensor c = Tensor::wrap(DType::kF32, cs, buffer.data(), std::make_shared<int>(round));
+      for (const Shape& xs : {Shape{2, 3, 5, 7}, Shape{1, 3, 4, 7}}) {
+        graph::Graph g;
+        graph::Value* x = g.add_value("x", DType::kF32, xs);
+        graph::Value* k = g.add_constant("c", c);
+        graph::Value* y = g.add_value("y", DType::kF32, xs);
+        g.inputs().push_back(x);
+        g.outputs().push_back(y);
+        g.add_node(graph::OpKind::kMul, "mul", {x, k}, {y});
+        auto p = (*b)->prepare(g);
+        ASSERT_TRUE(p.is_ok()) << name << ": " << p.status().to_string();
+        Tensor in = Tensor::empty(DType::kF32, xs);
+        for (int64_t i = 0; i < in.numel(); ++i) in.data<float>()[i] = static_cast<float>(i % 5) - 2.f;
+        std::vector<Tensor> out;
+        ASSERT_TRUE((*p)->run({in}, &out).is_ok()) << name;
+        ASSERT_EQ(out.size(), 1u);
+        for (int64_t i = 0; i < in.numel(); ++i) {
+          const int64_t ch = (i / (xs[2] * 7)) % 3, col = i % 7;
+          ASSERT_EQ(out[0].data<float>()[i], in.data<float>()[i] * buffer[static_cast<size_t>(ch * 7 + col)])
+              << name << ", round " << round << ", input " << xs[0] << "x" << xs[2] << ", element " << i;
+        }
+      }
+    }
+  }
+}
+
 // The pipeline's device profile as the Vulkan plugin sees it: several threads calling one model with shapes that
 // come and go (plans made, replicated, evicted while other plans run), every result equal to a serial run's.
 TEST(VulkanPlugin, ThreadsPlanningAndEvictingShapesGetTheSerialResults) {

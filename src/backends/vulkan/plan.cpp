@@ -105,6 +105,30 @@ Result<WeightRef> WeightCache::get(const void* data, size_t bytes, const std::st
   return ref;
 }
 
+std::optional<WeightRef> WeightCache::known(const void* data, const std::shared_ptr<void>& owner, size_t bytes,
+                                            bool f16) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = known_.find(data);
+  if (it == known_.end()) return std::nullopt;
+  const Known& k = it->second;
+  // The same control block: the same storage, alive (a freed one's address may have come back for other bytes).
+  const bool same = !k.owner.owner_before(owner) && !owner.owner_before(k.owner) && !k.owner.expired();
+  if (!same || k.bytes != bytes || k.f16 != f16) return std::nullopt;
+  return k.ref;
+}
+
+void WeightCache::remember(const void* data, const std::shared_ptr<void>& owner, size_t bytes, bool f16,
+                           const WeightRef& ref) {
+  std::lock_guard<std::mutex> lock(mu_);
+  known_[data] = Known{owner, bytes, f16, ref};
+  if (known_.size() > 2 * known_pruned_ + 64) {  // models unloaded leave entries whose storage is gone
+    for (auto it = known_.begin(); it != known_.end();) {
+      it = it->second.owner.expired() ? known_.erase(it) : std::next(it);
+    }
+    known_pruned_ = known_.size();
+  }
+}
+
 int PlanBuilder::root_of(int id) const {
   while (bufs_[static_cast<size_t>(id)].kind == BufKind::kView) id = bufs_[static_cast<size_t>(id)].root;
   return id;
@@ -114,13 +138,24 @@ void PlanBuilder::touch(int id) {
   bufs_[static_cast<size_t>(root_of(id))].live.touch(static_cast<int>(dispatches_.size()));
 }
 
-Result<WeightRef> PlanBuilder::weight(const void* data, size_t bytes, DType dt, const std::string& name) {
-  if (!f16_ || dt != DType::kF32) return weights_->get(data, bytes, name);
-  const size_t n = bytes / 4;
-  std::vector<uint16_t> h(n);
-  const auto* f = static_cast<const float*>(data);
-  for (size_t i = 0; i < n; ++i) h[i] = float_to_half(f[i]);
-  return weights_->get(h.data(), n * 2, name);
+Result<WeightRef> PlanBuilder::weight(const void* data, size_t bytes, DType dt, const std::string& name,
+                                      const std::shared_ptr<void>& owner) {
+  const bool half = f16_ && dt == DType::kF32;
+  if (owner) {
+    if (std::optional<WeightRef> ref = weights_->known(data, owner, bytes, half)) return *std::move(ref);
+  }
+  WeightRef ref;
+  if (!half) {
+    ASSIGN_OR_RETURN(ref, weights_->get(data, bytes, name));
+  } else {
+    const size_t n = bytes / 4;
+    std::vector<uint16_t> h(n);
+    const auto* f = static_cast<const float*>(data);
+    for (size_t i = 0; i < n; ++i) h[i] = float_to_half(f[i]);
+    ASSIGN_OR_RETURN(ref, weights_->get(h.data(), n * 2, name));
+  }
+  if (owner) weights_->remember(data, owner, bytes, half, ref);
+  return ref;
 }
 
 Result<int> PlanBuilder::in(const graph::Value* v) {
@@ -129,7 +164,8 @@ Result<int> PlanBuilder::in(const graph::Value* v) {
   if (it != of_value_.end()) return it->second;
   if (!v->is_constant()) return internal_error(fmt::format("value '{}' is read before it is written", v->name));
   if (v->constant.nbytes() == 0) return invalid_argument(fmt::format("constant '{}' is empty", v->name));
-  ASSIGN_OR_RETURN(WeightRef w, weight(v->constant.raw(), v->constant.nbytes(), v->constant.dtype(), v->name));
+  ASSIGN_OR_RETURN(WeightRef w, weight(v->constant.raw(), v->constant.nbytes(), v->constant.dtype(), v->name,
+                                       v->constant.storage()));
   Buf b;
   b.dtype = v->constant.dtype();
   b.shape = v->constant.shape();
@@ -170,7 +206,7 @@ int PlanBuilder::view(const graph::Value* v, int of) {
 }
 
 Status PlanBuilder::constant(const graph::Value* v, const Tensor& t) {
-  ASSIGN_OR_RETURN(WeightRef w, weight(t.raw(), t.nbytes(), t.dtype(), "constant " + v->name));
+  ASSIGN_OR_RETURN(WeightRef w, weight(t.raw(), t.nbytes(), t.dtype(), "constant " + v->name, t.storage()));
   Buf b;
   b.dtype = t.dtype();
   b.shape = t.shape();

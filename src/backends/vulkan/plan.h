@@ -7,6 +7,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,11 @@ class WeightCache {
   explicit WeightCache(std::shared_ptr<Device> device) : device_(std::move(device)) {}
   ~WeightCache();
   Result<WeightRef> get(const void* data, size_t bytes, const std::string& name);
+  // A weight placed before from the same live host storage (`owner`, a constant's tensor: every instantiation of a
+  // model's graph shares its constants), in the same form (`f16`): a new input shape finds its weights without
+  // converting or hashing their bytes (the hash of every weight was most of a new shape's host time).
+  std::optional<WeightRef> known(const void* data, const std::shared_ptr<void>& owner, size_t bytes, bool f16) const;
+  void remember(const void* data, const std::shared_ptr<void>& owner, size_t bytes, bool f16, const WeightRef& ref);
   size_t bytes() const;
 
  private:
@@ -39,6 +45,15 @@ class WeightCache {
   std::shared_ptr<Device> device_;
   mutable std::mutex mu_;
   std::map<std::pair<uint64_t, size_t>, WeightRef> cache_;
+  // known(): by host address; the weak owner tells a live storage from a freed one whose address came back.
+  struct Known {
+    std::weak_ptr<void> owner;
+    size_t bytes = 0;
+    bool f16 = false;
+    WeightRef ref;
+  };
+  std::map<const void*, Known> known_;
+  size_t known_pruned_ = 0;  // entries after the last sweep of freed owners
   std::vector<std::shared_ptr<DeviceBuffer>> chunks_;
   size_t chunk_used_ = 0;
   size_t bytes_ = 0;
@@ -104,7 +119,9 @@ class PlanBuilder {
   friend class Plan;
   int root_of(int id) const;
   void touch(int id);
-  Result<WeightRef> weight(const void* data, size_t bytes, DType dt, const std::string& name);
+  // `owner`: the host storage of a constant, when there is one (WeightCache::known).
+  Result<WeightRef> weight(const void* data, size_t bytes, DType dt, const std::string& name,
+                           const std::shared_ptr<void>& owner = nullptr);
   std::shared_ptr<Device> device_;
   WeightCache* weights_;
   bool f16_ = false;
