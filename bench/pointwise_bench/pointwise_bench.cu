@@ -4,7 +4,8 @@
 // at once (images in flight share the device), and each configuration's largest difference from the first
 // (the same sums in the same order: 0 expected). A measuring tool (issue 13), never linked into steadyocr.
 //
-//   so_pointwise_bench [--iters N]      (prints a table; exit 1 when a configuration's output differs)
+//   so_pointwise_bench [--iters N]      (launches per stream and measure; prints a table; exit 1 when a
+//                                        configuration's output differs from the shipped kernel's)
 #include <cublas_v2.h>
 
 #include <cmath>
@@ -64,50 +65,99 @@ Launch tiles() {
   };
 }
 
+// The floor of a launch like the kernel's (same grid, threads and shared memory, no work): what a launch costs the
+// device before any product.
+__global__ void empty_kernel(const __grid_constant__ PointwiseParams p) {
+  if (p.n < 0 && threadIdx.x == 0) static_cast<int*>(const_cast<void*>(p.x))[0] = 1;  // never true; keeps p
+}
+
+// The first is the shipped kernel; "no epilogue" is it with an empty program (the sums rounded and stored only).
 std::vector<Config> configs() {
   return {
       {"shipped (launch_pointwise)",
        [](const PointwiseParams& p, cudaStream_t s) { return steadyocr::cuda::k::launch_pointwise(p, s); }},
-      {"64x64 step 64, 2 stages", tiles<64, 64, 64, 2>()},
-      {"64x64 step 64, 3 stages", tiles<64, 64, 64, 3>()},
-      {"64x64 step 64, 4 stages", tiles<64, 64, 64, 4>()},
+      {"shipped, no epilogue",
+       [](const PointwiseParams& p, cudaStream_t s) {
+         PointwiseParams q = p;
+         q.epi.n_instrs = 0;
+         return steadyocr::cuda::k::launch_pointwise(q, s);
+       }},
+      {"empty kernel, 64x64 grid",
+       [](const PointwiseParams& p, cudaStream_t s) {
+         const dim3 grid((p.hw + 63) / 64, (p.k + 63) / 64, p.n);
+         empty_kernel<<<grid, 128, steadyocr::cuda::k::async_smem_bytes<64, 64, 64, 2>(), s>>>(p);
+         return cudaGetLastError();
+       }},
       {"64x64 step 32, 3 stages", tiles<64, 64, 32, 3>()},
-      {"64x64 step 32, 4 stages", tiles<64, 64, 32, 4>()},
-      {"64x64 step 32, 6 stages", tiles<64, 64, 32, 6>()},
+      {"128x64 step 64, 2 stages", tiles<128, 64, 64, 2>()},
+      {"128x64 step 32, 3 stages", tiles<128, 64, 32, 3>()},
+      {"64x128 step 64, 2 stages", tiles<64, 128, 64, 2>()},
+      {"64x128 step 32, 3 stages", tiles<64, 128, 32, 3>()},
+      {"128x128 step 32, 3 stages", tiles<128, 128, 32, 3>()},
       {"32x128 step 64, 2 stages", tiles<32, 128, 64, 2>()},
       {"32x128 step 32, 4 stages", tiles<32, 128, 32, 4>()},
   };
 }
 
-float time_ms(const std::function<void(int)>& body, int iters, int streams, const std::vector<cudaStream_t>& ss) {
-  cudaEvent_t a, b;
+// Device time per launch: `body(s)` enqueues one launch on stream s; `launches` per stream on `streams` streams at
+// once. Eager (launched from the host as the loop goes) or replayed from a CUDA graph of those launches (the
+// device's own time, without the host's cost of each launch, as the plugin's replayed plans run).
+float time_us(const std::function<void(int)>& body, int launches, int streams, const std::vector<cudaStream_t>& ss,
+              bool graph) {
+  cudaEvent_t a, b, fork;
   CHECK_CUDA(cudaEventCreate(&a));
   CHECK_CUDA(cudaEventCreate(&b));
-  for (int i = 0; i < 5; ++i) body(i % streams);
+  CHECK_CUDA(cudaEventCreateWithFlags(&fork, cudaEventDisableTiming));
+  std::vector<cudaEvent_t> joins(streams);
+  for (auto& e : joins) CHECK_CUDA(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+  auto enqueue = [&] {
+    CHECK_CUDA(cudaEventRecord(fork, ss[0]));
+    for (int s = 1; s < streams; ++s) CHECK_CUDA(cudaStreamWaitEvent(ss[s], fork));
+    for (int i = 0; i < launches * streams; ++i) body(i % streams);
+    for (int s = 1; s < streams; ++s) {
+      CHECK_CUDA(cudaEventRecord(joins[s], ss[s]));
+      CHECK_CUDA(cudaStreamWaitEvent(ss[0], joins[s]));
+    }
+  };
+  for (int i = 0; i < streams; ++i) body(i);  // warm (and any lazy set-up outside a capture)
   CHECK_CUDA(cudaDeviceSynchronize());
+  cudaGraphExec_t exec = nullptr;
+  int reps = 1;
+  if (graph) {
+    cudaGraph_t g;
+    CHECK_CUDA(cudaStreamBeginCapture(ss[0], cudaStreamCaptureModeThreadLocal));
+    enqueue();
+    CHECK_CUDA(cudaStreamEndCapture(ss[0], &g));
+    CHECK_CUDA(cudaGraphInstantiate(&exec, g, 0));
+    CHECK_CUDA(cudaGraphDestroy(g));
+    CHECK_CUDA(cudaGraphLaunch(exec, ss[0]));
+    CHECK_CUDA(cudaStreamSynchronize(ss[0]));
+    reps = 5;
+  }
   CHECK_CUDA(cudaEventRecord(a, ss[0]));
-  for (int s = 1; s < streams; ++s) CHECK_CUDA(cudaStreamWaitEvent(ss[s], a));
-  for (int i = 0; i < iters * streams; ++i) body(i % streams);
-  for (int s = 1; s < streams; ++s) {
-    cudaEvent_t e;
-    CHECK_CUDA(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
-    CHECK_CUDA(cudaEventRecord(e, ss[s]));
-    CHECK_CUDA(cudaStreamWaitEvent(ss[0], e));
-    CHECK_CUDA(cudaEventDestroy(e));
+  for (int r = 0; r < reps; ++r) {
+    if (graph) {
+      CHECK_CUDA(cudaGraphLaunch(exec, ss[0]));
+    } else {
+      enqueue();
+    }
   }
   CHECK_CUDA(cudaEventRecord(b, ss[0]));
   CHECK_CUDA(cudaEventSynchronize(b));
   float ms = 0;
   CHECK_CUDA(cudaEventElapsedTime(&ms, a, b));
+  if (exec) CHECK_CUDA(cudaGraphExecDestroy(exec));
+  for (auto& e : joins) CHECK_CUDA(cudaEventDestroy(e));
+  CHECK_CUDA(cudaEventDestroy(fork));
   CHECK_CUDA(cudaEventDestroy(a));
   CHECK_CUDA(cudaEventDestroy(b));
-  return ms / (iters * streams);
+  return ms * 1e3f / static_cast<float>(reps * launches * streams);
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  int iters = 200;
+  int iters = 50;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--iters") == 0 && i + 1 < argc) {
       iters = std::atoi(argv[++i]);
@@ -119,13 +169,18 @@ int main(int argc, char** argv) {
   if (iters < 1) iters = 1;
   cudaDeviceProp prop{};
   CHECK_CUDA(cudaGetDeviceProperties(&prop, 0));
-  std::printf("# %s, %d SMs; us per launch (one stream / four streams at once, per launch), TFLOPS on one stream\n",
-              prop.name, prop.multiProcessorCount);
+  std::printf(
+      "# %s, %d SMs; device us per launch: eager on one stream / from a CUDA graph on one stream / from a "
+      "graph on four streams at once; TFLOPS of the graph on one stream\n",
+      prop.name, prop.multiProcessorCount);
   constexpr int kStreams = 4;
   std::vector<cudaStream_t> ss(kStreams);
   for (auto& s : ss) CHECK_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   cublasHandle_t blas;
-  if (cublasCreate(&blas) != CUBLAS_STATUS_SUCCESS) {
+  void* workspace = nullptr;  // cuBLAS's own, set before any capture
+  CHECK_CUDA(cudaMalloc(&workspace, size_t{32} << 20));
+  if (cublasCreate(&blas) != CUBLAS_STATUS_SUCCESS ||
+      cublasSetWorkspace(blas, workspace, size_t{32} << 20) != CUBLAS_STATUS_SUCCESS) {
     std::fprintf(stderr, "cublasCreate failed\n");
     return 2;
   }
@@ -172,25 +227,32 @@ int main(int argc, char** argv) {
     std::vector<__half> ref(ny), got(ny);
     for (size_t ci = 0; ci < cfgs.size(); ++ci) {
       const Config& cfg = cfgs[ci];
-      const bool wide_only = std::strstr(cfg.name, "32x128") == nullptr;
-      if (ci > 0 && wide_only == (cs.k <= 32)) continue;  // each tile shape where launch_pointwise would use it
+      // Each tile shape where launch_pointwise would choose among them: 32 x 128 for few output channels.
+      const bool narrow = std::strstr(cfg.name, "32x128") != nullptr;
+      if (std::strstr(cfg.name, "shipped") == nullptr && std::strstr(cfg.name, "empty") == nullptr &&
+          narrow != (cs.k <= 32)) {
+        continue;
+      }
       auto body = [&](int s) {
         PointwiseParams q = p;
         q.epi.out = y + static_cast<size_t>(s) * ny;
         CHECK_CUDA(cfg.launch(q, ss[s]));
       };
-      const float one = time_ms(body, iters, 1, ss), four = time_ms(body, iters, kStreams, ss);
+      const float eager = time_us(body, iters, 1, ss, false), one = time_us(body, iters, 1, ss, true),
+                  four = time_us(body, iters, kStreams, ss, true);
       CHECK_CUDA(cudaDeviceSynchronize());
       CHECK_CUDA(cudaMemcpy(ci == 0 ? ref.data() : got.data(), y, ny * 2, cudaMemcpyDeviceToHost));
       float diff = 0;
-      if (ci > 0) {
+      const bool compare =
+          ci > 0 && std::strstr(cfg.name, "no epilogue") == nullptr && std::strstr(cfg.name, "empty") == nullptr;
+      if (compare) {
         for (size_t i = 0; i < ny; ++i) {
           diff = std::fmax(diff, std::fabs(__half2float(got[i]) - __half2float(ref[i])));
         }
       }
       differs = differs || diff != 0;
-      std::printf("  %-28s %8.2f / %8.2f us  %6.1f TFLOPS  max diff %g\n", cfg.name, one * 1e3, four * 1e3,
-                  flop / (one * 1e-3) / 1e12, diff);
+      std::printf("  %-28s %7.2f / %7.2f / %7.2f us  %6.1f TFLOPS  max diff %g\n", cfg.name, eager, one, four,
+                  flop / (one * 1e-6) / 1e12, diff);
     }
     // cuBLAS: Y[n] (hw x k, column-major) = X[n] (hw x c) * W^T, as conv_own.cpp calls it; no epilogue.
     auto gemm = [&](int s) {
@@ -201,15 +263,17 @@ int main(int argc, char** argv) {
                                  y + static_cast<size_t>(s) * ny, CUDA_R_16F, cs.hw,
                                  static_cast<long long>(cs.k) * cs.hw, cs.n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
     };
-    const float one = time_ms(gemm, iters, 1, ss), four = time_ms(gemm, iters, kStreams, ss);
-    std::printf("  %-28s %8.2f / %8.2f us  %6.1f TFLOPS  (GEMM only, no epilogue)\n", "cuBLAS", one * 1e3, four * 1e3,
-                flop / (one * 1e-3) / 1e12);
+    const float eager = time_us(gemm, iters, 1, ss, false), one = time_us(gemm, iters, 1, ss, true),
+                four = time_us(gemm, iters, kStreams, ss, true);
+    std::printf("  %-28s %7.2f / %7.2f / %7.2f us  %6.1f TFLOPS  (GEMM only, no epilogue)\n", "cuBLAS", eager, one,
+                four, flop / (one * 1e-6) / 1e12);
     CHECK_CUDA(cudaFree(x));
     CHECK_CUDA(cudaFree(w));
     CHECK_CUDA(cudaFree(b));
     CHECK_CUDA(cudaFree(y));
   }
   cublasDestroy(blas);
+  CHECK_CUDA(cudaFree(workspace));
   if (differs) std::printf("# a configuration's output differs from the shipped kernel's\n");
   return differs ? 1 : 0;
 }

@@ -94,7 +94,7 @@ TEST(CudaRuntime, DeviceMemoryFlatOver1000Runs) {
   SO_REQUIRE_MODELS();
   SO_CUDA_BACKEND_OR_SKIP(backend, "cuda-fp16");
   auto model = runtime::Model::load(models_dir() + "/" + kDetModel, backend);
-  ASSERT_TRUE(model.is_ok());
+  ASSERT_TRUE(model.is_ok()) << model.status().to_string();
   // Two alternating shape buckets, as a server sees: both plans stay cached, nothing is allocated per run.
   Tensor a = random_tensor({1, 3, 96, 160}, 1), b = random_tensor({1, 3, 128, 96}, 2);
   for (int i = 0; i < 10; ++i) {
@@ -125,7 +125,7 @@ TEST(CudaRuntime, ShapesRunInTurnShareOneArena) {
   runtime::ModelOptions mo;
   mo.max_cached_shapes = 64;
   auto model = runtime::Model::load(models_dir() + "/" + kDetModel, backend, mo);
-  ASSERT_TRUE(model.is_ok());
+  ASSERT_TRUE(model.is_ok()) << model.status().to_string();
   const auto in_use = [] {
     return metrics::value("steadyocr_gpu_memory_bytes", {{"device", "0"}, {"state", "in_use"}});
   };
@@ -632,7 +632,7 @@ void timing(const std::string& name) {
                         Case{kRecModel, "rec", {6, 3, 48, 320}}, Case{kRecModel, "rec", {6, 3, 48, 640}},
                         Case{kClsModel, "cls", {6, 3, 48, 192}}}) {
     auto model = runtime::Model::load(models_dir() + "/" + c.model, backend);
-    ASSERT_TRUE(model.is_ok());
+    ASSERT_TRUE(model.is_ok()) << model.status().to_string();
     Tensor x = random_tensor(c.shape, 11);
     Stopwatch first;
     ASSERT_TRUE((*model)->run(x).is_ok());
@@ -661,7 +661,7 @@ void bucket_cost(const std::string& name, const char* file, const std::vector<Sh
   SO_REQUIRE_MODELS();
   SO_CUDA_BACKEND_OR_SKIP(backend, name);
   auto model = runtime::Model::load(models_dir() + "/" + file, backend);
-  ASSERT_TRUE(model.is_ok());
+  ASSERT_TRUE(model.is_ok()) << model.status().to_string();
   ASSERT_TRUE((*model)->run(random_tensor(shapes[0], 5)).is_ok());  // calibration (fp16) and lazy loading
   const double plan0 = (*model)->stats().plan_ms_total;
   const double ours0 = metrics::total("steadyocr_cuda_plan_ms_total");

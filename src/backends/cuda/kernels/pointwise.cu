@@ -16,7 +16,12 @@
 namespace steadyocr::cuda::k {
 namespace {
 
-constexpr int kPwThreads = 128;  // four warps, each 32 x 32 outputs (2 x 2 fragments)
+// One warp per 32 x 32 outputs of a tile (2 x 2 fragments).
+template <int BM, int BN>
+constexpr int pw_threads() {
+  return BM / 32 * (BN / 32) * 32;
+}
+constexpr int kPwThreads = 128;  // the register-staged kernel's tiles: four warps
 // The async kernel's steps (input channels) and stages, for 64 x 64 tiles and for 32 x 128 (few output channels).
 constexpr int kWideStep = 64, kWideStages = 2;
 constexpr int kNarrowStep = 64, kNarrowStages = 2;
@@ -91,10 +96,10 @@ __device__ __forceinline__ TilePlace tile_place(const PointwiseParams& p) {
 }
 
 // The epilogue's per-channel operands of the tile's channels, read once into shared memory.
-template <int BM>
+template <int BM, int kThreads>
 __device__ __forceinline__ void load_operands(const PointwiseParams& p, const TilePlace& t,
                                               float (&operand)[kEwMaxInputs][BM]) {
-  for (int i = static_cast<int>(threadIdx.x); i < kEwMaxInputs * BM; i += kPwThreads) {
+  for (int i = static_cast<int>(threadIdx.x); i < kEwMaxInputs * BM; i += kThreads) {
     const int s = i / BM, r = i - s * BM;
     if (s > 0 && p.epi.in[s] && r < t.rows_k) {
       operand[s][r] = load_as_float(p.epi.in[s], p.epi.in_dt[s], p.epi.per_channel[s] ? t.k0 + r : 0);
@@ -109,7 +114,7 @@ __device__ __forceinline__ void load_operands(const PointwiseParams& p, const Ti
 // step through the channels; consecutive threads take consecutive pixels, so a warp's stores are contiguous. The
 // program is apply_channel_epilogue's, its operands from shared memory; `raw_tile` keeps the rounded sums for
 // programs that read them again.
-template <int BM, int BN>
+template <int BM, int BN, int kThreads = pw_threads<BM, BN>()>
 __device__ __forceinline__ void finish_tile(
     const PointwiseParams& p, const TilePlace& t,
     nvcuda::wmma::fragment<nvcuda::wmma::accumulator, 16, 16, 16, float> (&acc)[2][2], float* c_tile, __half* raw_tile,
@@ -125,8 +130,8 @@ __device__ __forceinline__ void finish_tile(
     }
   }
   __syncthreads();
-  constexpr int kPer = BM * BN / kPwThreads, kRowStep = kPwThreads / BN;
-  static_assert(kPwThreads % BN == 0 && BM % kRowStep == 0, "a thread's outputs share a pixel column");
+  constexpr int kPer = BM * BN / kThreads, kRowStep = kThreads / BN;
+  static_assert(kThreads % BN == 0 && BM % kRowStep == 0, "a thread's outputs share a pixel column");
   const int col = static_cast<int>(threadIdx.x) % BN, row0 = static_cast<int>(threadIdx.x) / BN;
   bool reads_raw = false;
   for (int j = 0; j < p.epi.n_instrs; ++j) reads_raw = reads_raw || p.epi.ins[j].src == 0;
@@ -166,6 +171,7 @@ __device__ __forceinline__ void finish_tile(
 // Any alignment: steps of 32 input channels staged through registers (TileShare).
 template <int BM, int BN>
 __global__ void __launch_bounds__(kPwThreads) pointwise_kernel(const __grid_constant__ PointwiseParams p) {
+  static_assert(pw_threads<BM, BN>() == kPwThreads, "the register-staged kernel's tiles are four warps");
   constexpr int kBK = 32, kLdA = kBK + 8, kLdB = BN + 8;  // padded rows: fewer bank conflicts, 32-byte fragments
   __shared__ __align__(32) __half a_tile[BM * kLdA];
   __shared__ __align__(32) __half b_tile[kBK * kLdB];
@@ -181,7 +187,7 @@ __global__ void __launch_bounds__(kPwThreads) pointwise_kernel(const __grid_cons
   TileShare<kBK, BN> share_b;
   share_a.load(w, p.c, t.rows_k, min(kBK, p.c));
   share_b.load(x, p.hw, min(kBK, p.c), t.cols_p);
-  load_operands<BM>(p, t, operand);
+  load_operands<BM, kPwThreads>(p, t, operand);
   nvcuda::wmma::fragment<nvcuda::wmma::accumulator, 16, 16, 16, float> acc[2][2];
   for (auto& row : acc) {
     for (auto& f : row) nvcuda::wmma::fill_fragment(f, 0.f);
@@ -208,12 +214,13 @@ __global__ void __launch_bounds__(kPwThreads) pointwise_kernel(const __grid_cons
 // (dynamic shared memory: PointwiseTiles::smem_bytes). The weights go as 16-byte words; the pixels as words of kVec
 // halves (8, 4 or 2: the largest that divides a row, so that no word straddles two rows or the edge).
 template <int BM, int BN, int kVec, int kBK, int kStages>
-__global__ void __launch_bounds__(kPwThreads) pointwise_async_kernel(const __grid_constant__ PointwiseParams p) {
+__global__ void __launch_bounds__(pw_threads<BM, BN>())
+    pointwise_async_kernel(const __grid_constant__ PointwiseParams p) {
   static_assert(kVec == 8 || kVec == 4 || kVec == 2, "cp.async copies 16, 8 or 4 bytes");
   static_assert(kStages >= 2 && kBK % 16 == 0, "two stages or more, whole fragments per step");
+  constexpr int kThreads = pw_threads<BM, BN>();
   constexpr int kLdA = kBK + 8, kLdB = BN + 8;
   constexpr int kStageA = BM * kLdA, kStage = kStageA + kBK * kLdB;  // halves
-  static_assert(BM * (BN + 4) * 4 + BM * BN * 2 <= kStages * kStage * 2, "the epilogue's tiles fit in the stages");
   extern __shared__ __align__(128) unsigned char smem[];
   __shared__ float operand[kEwMaxInputs][BM];
   __half* stages = reinterpret_cast<__half*>(smem);
@@ -230,12 +237,12 @@ __global__ void __launch_bounds__(kPwThreads) pointwise_async_kernel(const __gri
       __half* a = stages + (step % kStages) * kStage;
       __half* b = a + kStageA;
       const int c0 = step * kBK, depth = min(kBK, p.c - c0);
-      for (int i = static_cast<int>(threadIdx.x); i < BM * (kBK / 8); i += kPwThreads) {
+      for (int i = static_cast<int>(threadIdx.x); i < BM * (kBK / 8); i += kThreads) {
         const int r = i / (kBK / 8), c = (i - r * (kBK / 8)) * 8;
         const bool in = r < t.rows_k && c < depth;  // outside: 16 bytes of zeros, nothing read
         __pipeline_memcpy_async(a + r * kLdA + c, in ? w + static_cast<int64_t>(r) * p.c + c0 + c : w, 16, in ? 0 : 16);
       }
-      for (int i = static_cast<int>(threadIdx.x); i < kBK * (BN / kVec); i += kPwThreads) {
+      for (int i = static_cast<int>(threadIdx.x); i < kBK * (BN / kVec); i += kThreads) {
         const int r = i / (BN / kVec), c = (i - r * (BN / kVec)) * kVec;
         const bool in = r < depth && c < t.cols_p;  // cols_p is a multiple of kVec: a word is all in or all out
         __pipeline_memcpy_async(b + r * kLdB + c, in ? x + static_cast<int64_t>(c0 + r) * p.hw + c : x, 2 * kVec,
@@ -246,7 +253,7 @@ __global__ void __launch_bounds__(kPwThreads) pointwise_async_kernel(const __gri
   };
 #pragma unroll
   for (int s = 0; s < kStages - 1; ++s) copy_step(s);
-  load_operands<BM>(p, t, operand);
+  load_operands<BM, kThreads>(p, t, operand);
   nvcuda::wmma::fragment<nvcuda::wmma::accumulator, 16, 16, 16, float> acc[2][2];
   for (auto& row : acc) {
     for (auto& f : row) nvcuda::wmma::fill_fragment(f, 0.f);
@@ -285,10 +292,11 @@ __global__ void pointwise_gemv_kernel(const __grid_constant__ PointwiseParams p)
   }
 }
 
-// The async kernel's dynamic shared memory: its stages (the epilogue's tiles reuse them).
+// The async kernel's dynamic shared memory: its stages, or the epilogue's tiles (which reuse them) where larger.
 template <int BM, int BN, int kBK, int kStages>
 constexpr int async_smem_bytes() {
-  return kStages * (BM * (kBK + 8) + kBK * (BN + 8)) * 2;
+  const int stages = kStages * (BM * (kBK + 8) + kBK * (BN + 8)) * 2, epilogue = BM * (BN + 4) * 4 + BM * BN * 2;
+  return stages > epilogue ? stages : epilogue;
 }
 
 // One launch of the async kernel. Above 48 KiB of shared memory a kernel must be allowed it on each device before
@@ -309,7 +317,7 @@ cudaError_t launch_async(const dim3& grid, const PointwiseParams& p, cudaStream_
       allowed.fetch_or(bit, std::memory_order_release);
     }
   }
-  kernel<<<grid, kPwThreads, kBytes, stream>>>(p);
+  kernel<<<grid, pw_threads<BM, BN>(), kBytes, stream>>>(p);
   return cudaGetLastError();
 }
 
@@ -322,8 +330,12 @@ cudaError_t launch_tiles(const PointwiseParams& p, bool words, cudaStream_t stre
   if (words && p.hw % 8 == 0) return launch_async<BM, BN, 8, kBK, kStages>(grid, p, stream);
   if (words && p.hw % 4 == 0) return launch_async<BM, BN, 4, kBK, kStages>(grid, p, stream);
   if (words) return launch_async<BM, BN, 2, kBK, kStages>(grid, p, stream);
-  pointwise_kernel<BM, BN><<<grid, kPwThreads, 0, stream>>>(p);
-  return cudaGetLastError();
+  if constexpr (pw_threads<BM, BN>() == kPwThreads) {
+    pointwise_kernel<BM, BN><<<grid, kPwThreads, 0, stream>>>(p);
+    return cudaGetLastError();
+  } else {  // the register-staged kernel's tiles are four warps
+    return launch_tiles<64, 64, kBK, kStages>(p, false, stream);
+  }
 }
 
 }  // namespace
