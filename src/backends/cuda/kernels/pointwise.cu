@@ -22,6 +22,14 @@ constexpr int pw_threads() {
   return BM / 32 * (BN / 32) * 32;
 }
 constexpr int kPwThreads = 128;  // the register-staged kernel's tiles: four warps
+
+// Unrolling of the epilogue's loop per instruction. The loop is instantiated for every operation of the program
+// (for_ew_op), so unrolling multiplies the kernel's code by its factor: at 8 each tile kernel was 86 KB of SASS.
+// Overridable for bench/pointwise_bench only.
+#ifndef SO_PW_EPILOGUE_UNROLL
+#define SO_PW_EPILOGUE_UNROLL 1
+#endif
+constexpr int kEpilogueUnroll = SO_PW_EPILOGUE_UNROLL;
 // The async kernel's steps (input channels) and stages, for 64 x 64 tiles and for 32 x 128 (few output channels).
 constexpr int kWideStep = 64, kWideStages = 2;
 constexpr int kNarrowStep = 64, kNarrowStages = 2;
@@ -146,7 +154,7 @@ __device__ __forceinline__ void finish_tile(
     const EwInstr ins = p.epi.ins[j];
     for_ew_op(ins.op, [&](auto op) {
       constexpr EwOp kOp = decltype(op)::value;
-#pragma unroll 8
+#pragma unroll kEpilogueUnroll
       for (int e = 0; e < kPer; ++e) {
         const int r = row0 + e * kRowStep;
         const float b = ins.src == 0  ? __half2float(raw_tile[r * BN + col])
