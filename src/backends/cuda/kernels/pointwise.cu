@@ -23,13 +23,6 @@ constexpr int pw_threads() {
 }
 constexpr int kPwThreads = 128;  // the register-staged kernel's tiles: four warps
 
-// Unrolling of the epilogue's loop per instruction. The loop is instantiated for every operation of the program
-// (for_ew_op), so unrolling multiplies the kernel's code by its factor: at 8 each tile kernel was 86 KB of SASS.
-// Overridable for bench/pointwise_bench only.
-#ifndef SO_PW_EPILOGUE_UNROLL
-#define SO_PW_EPILOGUE_UNROLL 1
-#endif
-constexpr int kEpilogueUnroll = SO_PW_EPILOGUE_UNROLL;
 // The async kernel's steps (input channels) and stages, for 64 x 64 tiles and for 32 x 128 (few output channels).
 constexpr int kWideStep = 64, kWideStages = 2;
 constexpr int kNarrowStep = 64, kNarrowStages = 2;
@@ -152,9 +145,11 @@ __device__ __forceinline__ void finish_tile(
   }
   for (int j = 0; j < p.epi.n_instrs; ++j) {
     const EwInstr ins = p.epi.ins[j];
+    // Unrolled by 8 for every operation of for_ew_op: 86 KB of SASS per tile kernel, but 3-8 % faster per launch
+    // than not unrolled (42 KB), which made no difference end to end (H100, 2026-12-06, docs/BENCHMARKS.md).
     for_ew_op(ins.op, [&](auto op) {
       constexpr EwOp kOp = decltype(op)::value;
-#pragma unroll kEpilogueUnroll
+#pragma unroll 8
       for (int e = 0; e < kPer; ++e) {
         const int r = row0 + e * kRowStep;
         const float b = ins.src == 0  ? __half2float(raw_tile[r * BN + col])
