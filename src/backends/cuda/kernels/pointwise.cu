@@ -214,7 +214,7 @@ __global__ void __launch_bounds__(kPwThreads) pointwise_kernel(const __grid_cons
 // Rows in words (pointwise_in_words: input channels a multiple of 8, pixels a multiple of 2, aligned sources): steps
 // of kBK input channels copied straight to shared memory (cp.async) through kStages stages, so that kStages - 1 steps'
 // copies are in flight during a step's products (one barrier per step); the epilogue's tiles reuse the stages' memory
-// (dynamic shared memory: PointwiseTiles::smem_bytes). The weights go as 16-byte words; the pixels as words of kVec
+// (dynamic shared memory: async_smem_bytes). The weights go as 16-byte words; the pixels as words of kVec
 // halves (8, 4 or 2: the largest that divides a row, so that no word straddles two rows or the edge).
 template <int BM, int BN, int kVec, int kBK, int kStages>
 __global__ void __launch_bounds__(pw_threads<BM, BN>())
