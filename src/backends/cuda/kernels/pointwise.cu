@@ -108,17 +108,18 @@ __device__ __forceinline__ void load_operands(const PointwiseParams& p, const Ti
   }
 }
 
-// The accumulators through shared memory (`c_tile`, BM x BN floats, row stride BN + 4; `raw_tile`, BM x BN halves,
-// may overlap nothing the caller still reads), the epilogue, the stores. The epilogue runs one instruction at a time
-// over this thread's share of the tile, in place in shared memory (one dispatch per instruction, not per output:
-// interpreting the program per output cost more than the products). A thread's outputs share one pixel column and
-// step through the channels; consecutive threads take consecutive pixels, so a warp's stores are contiguous. The
-// program is apply_channel_epilogue's, its operands from shared memory; `raw_tile` keeps the rounded sums for
-// programs that read them again.
+// The accumulators through shared memory (`c_tile`, BM x BN floats, row stride BN + 4), the epilogue, the stores. A
+// thread's outputs share one pixel column and step through the channels; consecutive threads take consecutive pixels,
+// so a warp's stores are contiguous. They go through the epilogue in chunks of kChunk values held in registers: each
+// value is read from shared memory once, rounded to fp16 as a stored raw output would be (kept for programs that read
+// it again), then the program runs one instruction at a time over the chunk (one dispatch per instruction, not per
+// output: interpreting the program per output cost more than the products), and the chunk is stored. The program is
+// apply_channel_epilogue's, its operands from shared memory. Running each instruction over the tile in place in
+// shared memory cost 1.2-1.4 us per instruction and launch, whatever the tile's work (H100, docs/BENCHMARKS.md).
 template <int BM, int BN, int kThreads = pw_threads<BM, BN>()>
 __device__ __forceinline__ void finish_tile(
     const PointwiseParams& p, const TilePlace& t,
-    nvcuda::wmma::fragment<nvcuda::wmma::accumulator, 16, 16, 16, float> (&acc)[2][2], float* c_tile, __half* raw_tile,
+    nvcuda::wmma::fragment<nvcuda::wmma::accumulator, 16, 16, 16, float> (&acc)[2][2], float* c_tile,
     const float (&operand)[kEwMaxInputs][BM], int wm, int wn) {
   using namespace nvcuda;
   constexpr int kLdC = BN + 4;
@@ -131,41 +132,38 @@ __device__ __forceinline__ void finish_tile(
     }
   }
   __syncthreads();
-  constexpr int kPer = BM * BN / kThreads, kRowStep = kThreads / BN;
+  constexpr int kPer = BM * BN / kThreads, kRowStep = kThreads / BN, kChunk = 8;
   static_assert(kThreads % BN == 0 && BM % kRowStep == 0, "a thread's outputs share a pixel column");
+  static_assert(kPer % kChunk == 0, "whole chunks");
   const int col = static_cast<int>(threadIdx.x) % BN, row0 = static_cast<int>(threadIdx.x) / BN;
-  bool reads_raw = false;
-  for (int j = 0; j < p.epi.n_instrs; ++j) reads_raw = reads_raw || p.epi.ins[j].src == 0;
+  const bool stores = col < t.cols_p;
+  const int64_t out0 = (static_cast<int64_t>(t.n) * p.k + t.k0) * p.hw + t.p0 + col;
+  for (int c0 = 0; c0 < kPer; c0 += kChunk) {
+    float v[kChunk];
+    __half raw[kChunk];
 #pragma unroll
-  for (int e = 0; e < kPer; ++e) {
-    const int r = row0 + e * kRowStep;
-    const __half h = __float2half_rn(c_tile[r * kLdC + col]);
-    c_tile[r * kLdC + col] = __half2float(h);
-    if (reads_raw) raw_tile[r * BN + col] = h;
-  }
-  for (int j = 0; j < p.epi.n_instrs; ++j) {
-    const EwInstr ins = p.epi.ins[j];
-    // Unrolled by 8 for every operation of for_ew_op: 86 KB of SASS per tile kernel, but 3-8 % faster per launch
-    // than not unrolled (42 KB), which made no difference end to end (H100, 2026-12-06, docs/BENCHMARKS.md).
-    for_ew_op(ins.op, [&](auto op) {
-      constexpr EwOp kOp = decltype(op)::value;
-#pragma unroll 8
-      for (int e = 0; e < kPer; ++e) {
-        const int r = row0 + e * kRowStep;
-        const float b = ins.src == 0  ? __half2float(raw_tile[r * BN + col])
-                        : ins.src > 0 ? operand[ins.src][r]
-                                      : ins.imm;
-        c_tile[r * kLdC + col] = ew_op<kOp>(ins, c_tile[r * kLdC + col], b);
-      }
-    });
-  }
-  if (col < t.cols_p) {
-    const int64_t out0 = (static_cast<int64_t>(t.n) * p.k + t.k0) * p.hw + t.p0 + col;
-#pragma unroll 8
-    for (int e = 0; e < kPer; ++e) {
-      const int r = row0 + e * kRowStep;
-      if (r < t.rows_k) {
-        store_from_float(p.epi.out, p.epi.out_dt, out0 + static_cast<int64_t>(r) * p.hw, c_tile[r * kLdC + col]);
+    for (int e = 0; e < kChunk; ++e) {
+      raw[e] = __float2half_rn(c_tile[(row0 + (c0 + e) * kRowStep) * kLdC + col]);
+      v[e] = __half2float(raw[e]);
+    }
+    for (int j = 0; j < p.epi.n_instrs; ++j) {
+      const EwInstr ins = p.epi.ins[j];
+      for_ew_op(ins.op, [&](auto op) {
+        constexpr EwOp kOp = decltype(op)::value;
+#pragma unroll
+        for (int e = 0; e < kChunk; ++e) {
+          const float b = ins.src == 0  ? __half2float(raw[e])
+                          : ins.src > 0 ? operand[ins.src][row0 + (c0 + e) * kRowStep]
+                                        : ins.imm;
+          v[e] = ew_op<kOp>(ins, v[e], b);
+        }
+      });
+    }
+    if (stores) {
+#pragma unroll
+      for (int e = 0; e < kChunk; ++e) {
+        const int r = row0 + (c0 + e) * kRowStep;
+        if (r < t.rows_k) store_from_float(p.epi.out, p.epi.out_dt, out0 + static_cast<int64_t>(r) * p.hw, v[e]);
       }
     }
   }
@@ -179,7 +177,6 @@ __global__ void __launch_bounds__(kPwThreads) pointwise_kernel(const __grid_cons
   __shared__ __align__(32) __half a_tile[BM * kLdA];
   __shared__ __align__(32) __half b_tile[kBK * kLdB];
   __shared__ __align__(32) float c_tile[BM * (BN + 4)];
-  __shared__ __half raw_tile[BM * BN];
   __shared__ float operand[kEwMaxInputs][BM];
   const TilePlace t = tile_place<BM, BN>(p);
   const __half* x = static_cast<const __half*>(p.x) + static_cast<int64_t>(t.n) * p.c * p.hw + t.p0;
@@ -208,12 +205,12 @@ __global__ void __launch_bounds__(kPwThreads) pointwise_kernel(const __grid_cons
     mma_step<kBK, kLdA, kLdB>(acc, a_tile, b_tile, wm, wn);
     __syncthreads();
   }
-  finish_tile<BM, BN>(p, t, acc, c_tile, raw_tile, operand, wm, wn);
+  finish_tile<BM, BN>(p, t, acc, c_tile, operand, wm, wn);
 }
 
 // Rows in words (pointwise_in_words: input channels a multiple of 8, pixels a multiple of 2, aligned sources): steps
 // of kBK input channels copied straight to shared memory (cp.async) through kStages stages, so that kStages - 1 steps'
-// copies are in flight during a step's products (one barrier per step); the epilogue's tiles reuse the stages' memory
+// copies are in flight during a step's products (one barrier per step); the epilogue's tile reuses the stages' memory
 // (dynamic shared memory: async_smem_bytes). The weights go as 16-byte words; the pixels as words of kVec
 // halves (8, 4 or 2: the largest that divides a row, so that no word straddles two rows or the edge).
 template <int BM, int BN, int kVec, int kBK, int kStages>
@@ -269,10 +266,9 @@ __global__ void __launch_bounds__(pw_threads<BM, BN>())
     mma_step<kBK, kLdA, kLdB>(acc, a, a + kStageA, wm, wn);
   }
   __pipeline_wait_prior(0);
-  __syncthreads();  // every warp's products are done before the epilogue's tiles overwrite the stages
+  __syncthreads();  // every warp's products are done before the epilogue's tile overwrites the stages
   float* c_tile = reinterpret_cast<float*>(smem);
-  __half* raw_tile = reinterpret_cast<__half*>(smem + BM * (BN + 4) * 4);
-  finish_tile<BM, BN>(p, t, acc, c_tile, raw_tile, operand, wm, wn);
+  finish_tile<BM, BN>(p, t, acc, c_tile, operand, wm, wn);
 }
 
 // One pixel per image (the squeeze-and-excite convolutions after a global pool): one warp per output, its lanes
@@ -295,10 +291,10 @@ __global__ void pointwise_gemv_kernel(const __grid_constant__ PointwiseParams p)
   }
 }
 
-// The async kernel's dynamic shared memory: its stages, or the epilogue's tiles (which reuse them) where larger.
+// The async kernel's dynamic shared memory: its stages, or the epilogue's tile (which reuses them) where larger.
 template <int BM, int BN, int kBK, int kStages>
 constexpr int async_smem_bytes() {
-  const int stages = kStages * (BM * (kBK + 8) + kBK * (BN + 8)) * 2, epilogue = BM * (BN + 4) * 4 + BM * BN * 2;
+  const int stages = kStages * (BM * (kBK + 8) + kBK * (BN + 8)) * 2, epilogue = BM * (BN + 4) * 4;
   return stages > epilogue ? stages : epilogue;
 }
 
