@@ -114,8 +114,9 @@ __device__ __forceinline__ void load_operands(const PointwiseParams& p, const Ti
 // value is read from shared memory once, rounded to fp16 as a stored raw output would be (kept for programs that read
 // it again), then the program runs one instruction at a time over the chunk (one dispatch per instruction, not per
 // output: interpreting the program per output cost more than the products), and the chunk is stored. The program is
-// apply_channel_epilogue's, its operands from shared memory. Running each instruction over the tile in place in
-// shared memory cost 1.2-1.4 us per instruction and launch, whatever the tile's work (H100, docs/BENCHMARKS.md).
+// apply_channel_epilogue's, its operands from shared memory. In registers, launches took 3-10 % less time than with
+// each instruction run over the tile in place in shared memory; but each instruction still costs about 1-2 us per
+// launch whatever the tile's work, in both forms, for a reason not found yet (H100, docs/BENCHMARKS.md).
 template <int BM, int BN, int kThreads = pw_threads<BM, BN>()>
 __device__ __forceinline__ void finish_tile(
     const PointwiseParams& p, const TilePlace& t,
