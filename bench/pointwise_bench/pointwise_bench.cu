@@ -107,11 +107,8 @@ std::vector<Config> configs() {
          return cudaGetLastError();
        }},
       {"64x64 step 32, 3 stages", tiles<64, 64, 32, 3>()},
-      {"128x64 step 64, 2 stages", tiles<128, 64, 64, 2>()},
       {"128x64 step 32, 3 stages", tiles<128, 64, 32, 3>()},
-      {"64x128 step 64, 2 stages", tiles<64, 128, 64, 2>()},
       {"64x128 step 32, 3 stages", tiles<64, 128, 32, 3>()},
-      {"128x128 step 32, 3 stages", tiles<128, 128, 32, 3>()},
       {"32x128 step 64, 2 stages", tiles<32, 128, 64, 2>()},
       {"32x128 step 32, 4 stages", tiles<32, 128, 32, 4>()},
   };

@@ -8,7 +8,6 @@
 #include <cuda_pipeline.h>
 #include <mma.h>
 
-#include <atomic>
 #include <type_traits>
 
 #include "backends/cuda/kernels/common.cuh"
@@ -299,25 +298,14 @@ constexpr int async_smem_bytes() {
   return stages > epilogue ? stages : epilogue;
 }
 
-// One launch of the async kernel. Above 48 KiB of shared memory a kernel must be allowed it on each device before
-// its first launch there (cudaFuncSetAttribute, not a stream operation: allowed while a stream is captured); done once
-// per device and instantiation.
+// One launch of the async kernel. Its shared memory stays within the 48 KiB a kernel gets without being allowed more
+// per device (cudaFuncSetAttribute): the configurations that needed more (deeper stages, 128-wide tiles) did not pay
+// (H100, 2026-12-06, docs/BENCHMARKS.md).
 template <int BM, int BN, int kVec, int kBK, int kStages>
 cudaError_t launch_async(const dim3& grid, const PointwiseParams& p, cudaStream_t stream) {
   constexpr int kBytes = async_smem_bytes<BM, BN, kBK, kStages>();
-  auto* kernel = pointwise_async_kernel<BM, BN, kVec, kBK, kStages>;
-  if constexpr (kBytes > 48 * 1024) {
-    static std::atomic<uint64_t> allowed{0};  // device ordinals below 64, one bit each; others set it every time
-    int device = 0;
-    if (const cudaError_t e = cudaGetDevice(&device); e != cudaSuccess) return e;
-    const uint64_t bit = device < 64 ? uint64_t{1} << device : 0;
-    if (bit == 0 || (allowed.load(std::memory_order_acquire) & bit) == 0) {
-      const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kBytes);
-      if (e != cudaSuccess) return e;
-      allowed.fetch_or(bit, std::memory_order_release);
-    }
-  }
-  kernel<<<grid, pw_threads<BM, BN>(), kBytes, stream>>>(p);
+  static_assert(kBytes <= 48 * 1024, "within the shared memory a kernel gets without cudaFuncSetAttribute");
+  pointwise_async_kernel<BM, BN, kVec, kBK, kStages><<<grid, pw_threads<BM, BN>(), kBytes, stream>>>(p);
   return cudaGetLastError();
 }
 
