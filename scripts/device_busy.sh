@@ -4,18 +4,25 @@
 #      bundle has it) against the bundle's own, with 16 images in flight on passes of synth-dev four times over (160
 #      images of the same 40 shapes: a pass's ramp-up and drain are a small part of it) and one image at a time
 #      (one-image p50/p99); graph replay off as a third variant.
+#      SETS="synth sroie" adds sroie-dev four times over (64 images) to the 16-in-flight rounds.
 #   2. The device timeline (bin/libso_cupti_trace.so, loaded by the driver through CUDA_INJECTION64_PATH) of the
 #      bundle's plugin on the 160-image passes, the whole pipeline and detection alone (--det-only): how much of the
 #      last 2 s any kernel ran, how many ran at once, kernels and runtime calls by time, each kernel's mean grid.
+#   kernels: bench/pointwise_bench (bin/so_pointwise_bench), and the one built before the change where the bundle has
+#      files/base_pointwise_bench. tests: the CUDA tests of bin/test_backends. lines: cold `ocr` of synth-dev and
+#      sroie-dev with the base plugin and the bundle's, on cuda-fp16 and cuda-fp32, compared line by line.
 # Bundle: scripts/slim_bundle.py .devbundle build/steadyocr build/libsteadyocr_cuda13.so build/libso_cupti_trace.so \
-#   -- models ../shared/data/synth-dev [/path/to/base_cuda13.so]
-# Device (repo root, carry [".devbundle"]): scripts/device_busy.sh   (ROUNDS=2, REPEAT=4, CONC=16, STEPS="ab trace",
-#   VARIANTS="base new nographs"; any other NAME runs the bundle's files/NAME_cuda13.so)
+#   [build/so_pointwise_bench build/tests/test_backends] -- models ../shared/data/synth-dev [../shared/data/sroie-dev \
+#   ../shared/data/golden ../shared/tools/ocr_eval.py] [/path/to/base_cuda13.so /path/to/base_pointwise_bench]
+# Device (repo root, carry [".devbundle"]): scripts/device_busy.sh   (ROUNDS=2, REPEAT=4, CONC=16, STEPS="ab trace"
+#   of "kernels tests lines ab trace", SETS=synth, VARIANTS="base new nographs"; any other NAME runs the bundle's
+#   files/NAME_cuda13.so)
 set -u
 ROUNDS=${ROUNDS:-2}
 REPEAT=${REPEAT:-4}
 CONC=${CONC:-16}
 STEPS=${STEPS:-ab trace}
+SETS=${SETS:-synth}
 OUT=${OUT:-/tmp/busy_out}
 W=/tmp/busy
 # shellcheck source=scripts/device_lib.sh
@@ -31,6 +38,14 @@ for i in 1 2 3 4; do
   done
 done
 echo "synth4: $(ls "$W/synth4" | wc -l) images; plugin $NEW" | tee -a "$S"
+if [[ " $SETS " == *" sroie "* ]]; then
+  mkdir -p "$W/sroie4"
+  for i in 1 2 3 4; do
+    for f in "$F"/sroie-dev/*.jpg "$F"/sroie-dev/*.png; do
+      [ -e "$f" ] && ln -sf "$f" "$W/sroie4/$i.$(basename "$f")"
+    done
+  done
+fi
 
 one() {  # tag set conc [env...] [-- flags...]
   local tag=$1 set=$2 conc=$3
@@ -53,6 +68,41 @@ print(f"{sys.argv[2]}: {r['images']} images, {r['images_per_s']:.1f} images/s (b
 PY
 }
 
+if want kernels; then
+  for v in base new; do
+    bin=$B/bin/so_pointwise_bench
+    [ $v = base ] && bin=$F/base_pointwise_bench
+    [ -x "$bin" ] || continue
+    (cd "$B" && timeout 300 ./env.sh "$bin") >"$W/kernels.$v.txt" 2>&1
+    echo "== pointwise kernels, $v: exit $?" | tee -a "$S"
+    cut -c1-150 "$W/kernels.$v.txt" | tee -a "$S"
+  done
+fi
+
+if want tests; then
+  device_cuda_tests 'CudaModels\.Golden|CudaTiming|Pattern_pointwise|depthwise'
+fi
+
+if want lines; then
+  for set in synth-dev sroie-dev; do
+    [ -d "$F/$set" ] || continue
+    for be in cuda-fp16 cuda-fp32; do
+      for v in base new; do
+        plugin=$NEW
+        [ $v = base ] && plugin=$F/base_cuda13.so
+        STEADYOCR_CUDA_PLUGIN="$plugin" timeout 300 $SO ocr "$F/$set" --models "$F/models" --backend "$be" \
+          --require-gpu --format json -o "$W/ocr.$set.$be.$v.json" >/dev/null 2>"$W/ocr.$set.$be.$v.log"
+        echo "== ocr $set $be $v: exit $?; $(grep -E '^ocr: [0-9]+ images' "$W/ocr.$set.$be.$v.log"); $(grep -c WARN \
+          "$W/ocr.$set.$be.$v.log") warnings" | tee -a "$S"
+      done
+      python3 "$REPO/scripts/compare_ocr_lines.py" "$W/ocr.$set.$be.base.json" "$W/ocr.$set.$be.new.json" \
+        "$set $be" "base plugin against new" | tee -a "$S"
+      [ -f "$F/ocr_eval.py" ] && device_ocr_eval "$set" "$W/ocr.$set.$be.new.json" "$set $be new"
+      echo | tee -a "$S"
+    done
+  done
+fi
+
 if want ab; then
   variants="new nographs"
   [ -e "$F/base_cuda13.so" ] && variants="base new nographs"
@@ -68,6 +118,7 @@ if want ab; then
         *) e=(STEADYOCR_CUDA_PLUGIN="$F/${v}_cuda13.so") ;;  # another plugin in the bundle, files/NAME_cuda13.so
       esac
       one "r$round.$v.c$CONC" "$W/synth4" "$CONC" "${e[@]}"
+      [ -d "$W/sroie4" ] && one "r$round.$v.sroie.c$CONC" "$W/sroie4" "$CONC" "${e[@]}"
       one "r$round.$v.c1" "$F/synth-dev" 1 "${e[@]}"
     done
   done
@@ -86,4 +137,4 @@ if want trace; then
     done
   done
 fi
-tar czf "$OUT/busy.tgz" --exclude=synth4 -C /tmp busy
+tar czf "$OUT/busy.tgz" --exclude=synth4 --exclude=sroie4 -C /tmp busy

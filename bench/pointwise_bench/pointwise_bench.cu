@@ -71,6 +71,31 @@ __global__ void empty_kernel(const __grid_constant__ PointwiseParams p) {
   if (p.n < 0 && threadIdx.x == 0) static_cast<int*>(const_cast<void*>(p.x))[0] = 1;  // never true; keeps p
 }
 
+// The program with two more instructions: bias, hard-swish, then x * 1 and x + 0 (what a longer program costs; the
+// same outputs).
+PointwiseParams four(const PointwiseParams& p) {
+  PointwiseParams q = p;
+  q.epi.n_instrs = 4;
+  q.epi.ins[2].op = EwOp::kMul;
+  q.epi.ins[2].src = -1;
+  q.epi.ins[2].imm = 1.f;
+  q.epi.ins[3].op = EwOp::kAdd;
+  q.epi.ins[3].src = -1;
+  q.epi.ins[3].imm = 0.f;
+  return q;
+}
+
+// The shipped tiles and stages with kChunk values per thread through the epilogue at once; `longer`: four().
+template <int kChunk, bool kLonger>
+Launch chunked() {
+  return [](const PointwiseParams& p, cudaStream_t s) {
+    const PointwiseParams q = kLonger ? four(p) : p;
+    const bool words = steadyocr::cuda::k::pointwise_in_words(q.c, q.hw);
+    if (q.k <= 32) return steadyocr::cuda::k::launch_tiles<32, 128, 64, 2, kChunk>(q, words, s);
+    return steadyocr::cuda::k::launch_tiles<64, 64, 64, 2, kChunk>(q, words, s);
+  };
+}
+
 // The first is the shipped kernel; "no epilogue" is it with an empty program (the sums rounded and stored only).
 std::vector<Config> configs() {
   return {
@@ -88,24 +113,18 @@ std::vector<Config> configs() {
          q.epi.n_instrs = 1;
          return steadyocr::cuda::k::launch_pointwise(q, s);
        }},
-      {"shipped, 4 instructions",  // bias, hard-swish, then x * 1 and x + 0 (what a longer program costs)
-       [](const PointwiseParams& p, cudaStream_t s) {
-         PointwiseParams q = p;
-         q.epi.n_instrs = 4;
-         q.epi.ins[2].op = EwOp::kMul;
-         q.epi.ins[2].src = -1;
-         q.epi.ins[2].imm = 1.f;
-         q.epi.ins[3].op = EwOp::kAdd;
-         q.epi.ins[3].src = -1;
-         q.epi.ins[3].imm = 0.f;
-         return steadyocr::cuda::k::launch_pointwise(q, s);
-       }},
+      {"shipped, 4 instructions",
+       [](const PointwiseParams& p, cudaStream_t s) { return steadyocr::cuda::k::launch_pointwise(four(p), s); }},
       {"empty kernel, 64x64 grid",
        [](const PointwiseParams& p, cudaStream_t s) {
          const dim3 grid((p.hw + 63) / 64, (p.k + 63) / 64, p.n);
          empty_kernel<<<grid, 128, steadyocr::cuda::k::async_smem_bytes<64, 64, 64, 2>(), s>>>(p);
          return cudaGetLastError();
        }},
+      {"shipped, chunks of 16", chunked<16, false>()},
+      {"shipped, chunks of 32", chunked<32, false>()},
+      {"4 instructions, chunks of 16", chunked<16, true>()},
+      {"4 instructions, chunks of 32", chunked<32, true>()},
       {"64x64 step 32, 3 stages", tiles<64, 64, 32, 3>()},
       {"128x64 step 32, 3 stages", tiles<128, 64, 32, 3>()},
       {"64x128 step 32, 3 stages", tiles<64, 128, 32, 3>()},
@@ -245,7 +264,7 @@ int main(int argc, char** argv) {
       // Each tile shape where launch_pointwise would choose among them: 32 x 128 for few output channels.
       const bool narrow = std::strstr(cfg.name, "32x128") != nullptr;
       if (std::strstr(cfg.name, "shipped") == nullptr && std::strstr(cfg.name, "empty") == nullptr &&
-          narrow != (cs.k <= 32)) {
+          std::strstr(cfg.name, "chunks") == nullptr && narrow != (cs.k <= 32)) {
         continue;
       }
       auto body = [&](int s) {

@@ -116,6 +116,34 @@ __device__ __forceinline__ float apply_channel_epilogue(const DwEpilogue& e, flo
   return acc;
 }
 
+// Instruction j's operand b for outputs of channel `c` where it is not the raw sum (ins.src == 0): a per-channel
+// vector's value at c, a scalar input, or the immediate. Kernels whose block has one channel read these once.
+__device__ __forceinline__ float channel_operand(const DwEpilogue& e, int j, int c) {
+  const EwInstr& ins = e.ins[j];
+  if (ins.src <= 0) return ins.imm;
+  return load_as_float(e.in[ins.src], e.in_dt[ins.src], e.per_channel[ins.src] ? c : 0);
+}
+
+// apply_channel_epilogue on kN outputs of one channel at once: `raw` the sums rounded to the data type, `operand[j]`
+// instruction j's channel_operand. One dispatch per instruction for the kN values, and no read per output: per output,
+// the switch and the operand's read before each operation cost more than the operations.
+template <int kN>
+__device__ __forceinline__ void apply_channel_epilogue_n(const DwEpilogue& e, const float* operand,
+                                                         const float (&raw)[kN], float (&v)[kN]) {
+#pragma unroll
+  for (int r = 0; r < kN; ++r) v[r] = raw[r];
+  for (int j = 0; j < e.n_instrs; ++j) {
+    const EwInstr& ins = e.ins[j];
+    const bool from_raw = ins.src == 0;
+    const float b = operand[j];
+    for_ew_op(ins.op, [&](auto op) {
+      constexpr EwOp kOp = decltype(op)::value;
+#pragma unroll
+      for (int r = 0; r < kN; ++r) v[r] = ew_op<kOp>(ins, v[r], from_raw ? raw[r] : b);
+    });
+  }
+}
+
 constexpr int kThreads = 256;
 
 // Index type of a kernel over `n` elements: 32-bit divisions are several times cheaper than 64-bit ones (a grid-stride

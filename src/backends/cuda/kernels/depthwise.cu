@@ -54,7 +54,9 @@ __global__ void depthwise_kernel(const __grid_constant__ DepthwiseParams p, I to
 // chosen per layer so that short planes waste few threads). The tile's input with its halo is read once into shared
 // memory as floats (zeros outside the picture) and the filter once into registers; each output then takes KH x KW
 // fused multiply-adds from shared memory, in the order of depthwise_kernel (rows, then columns; a tap outside the
-// picture adds 0), so the values are the same. The one-thread-per-output kernel re-read every tap and the filter
+// picture adds 0), so the values are the same. The epilogue's operands are read once per block (a block has one
+// channel) and its program runs once per instruction over a thread's rows (apply_channel_epilogue_n). The
+// one-thread-per-output kernel re-read every tap and the filter
 // from global memory with bounds checks and three divisions per output: 0.28 ms for a [48,240,12,80] 5x5 layer on the
 // H100 in fp32 and fp16 alike (docs/BENCHMARKS.md).
 constexpr int kTileCols = 32, kRowGroups = 4, kTileThreads = kTileCols * kRowGroups, kMaxRows = 4;
@@ -83,26 +85,46 @@ __global__ void __launch_bounds__(kTileThreads)
   float f[KH * KW];
 #pragma unroll
   for (int k = 0; k < KH * KW; ++k) f[k] = to_f(wp[k]);
+  __shared__ float operand[kEwMaxInstrs];  // the epilogue's operands for this block's channel
+  if constexpr (kFused) {
+    if (static_cast<int>(threadIdx.x) < p.epi.n_instrs) {
+      operand[threadIdx.x] = channel_operand(p.epi, static_cast<int>(threadIdx.x), c);
+    }
+  }
   __syncthreads();
   const int tx = static_cast<int>(threadIdx.x) % kTileCols, group = static_cast<int>(threadIdx.x) / kTileCols;
   const int ox = ox0 + tx;
   if (ox >= p.ow) return;
   const I out_plane = plane * static_cast<I>(p.oh) * static_cast<I>(p.ow);
-  for (int r = 0; r < rows; ++r) {
-    const int ly = group * rows + r, oy = oy0 + ly;
-    if (oy >= p.oh) break;
-    const float* in = tile + ly * p.sh * in_cols + tx * p.sw;
+  // The thread's rows (up to kMaxRows, in registers), then the epilogue on all of them at once, then the stores.
+  float raw[kMaxRows];
+#pragma unroll
+  for (int r = 0; r < kMaxRows; ++r) {
+    const int ly = group * rows + r;
     float acc = 0.f;
+    if (r < rows && oy0 + ly < p.oh) {
+      const float* in = tile + ly * p.sh * in_cols + tx * p.sw;
 #pragma unroll
-    for (int ky = 0; ky < KH; ++ky) {
+      for (int ky = 0; ky < KH; ++ky) {
 #pragma unroll
-      for (int kx = 0; kx < KW; ++kx) acc = fmaf(in[ky * in_cols + kx], f[ky * KW + kx], acc);
+        for (int kx = 0; kx < KW; ++kx) acc = fmaf(in[ky * in_cols + kx], f[ky * KW + kx], acc);
+      }
     }
+    raw[r] = to_f(from_f<T>(acc));  // the raw sum as the separate epilogue would have read it back
+  }
+  float v[kMaxRows];
+  if constexpr (kFused) {
+    apply_channel_epilogue_n(p.epi, operand, raw, v);
+  }
+#pragma unroll
+  for (int r = 0; r < kMaxRows; ++r) {
+    const int oy = oy0 + group * rows + r;
+    if (r >= rows || oy >= p.oh) break;
     const I i = out_plane + static_cast<I>(oy) * static_cast<I>(p.ow) + static_cast<I>(ox);
     if constexpr (kFused) {
-      store_from_float(p.epi.out, p.epi.out_dt, i, apply_channel_epilogue(p.epi, to_f(from_f<T>(acc)), c));
+      store_from_float(p.epi.out, p.epi.out_dt, i, v[r]);
     } else {
-      static_cast<T*>(p.y)[i] = from_f<T>(acc);
+      static_cast<T*>(p.y)[i] = from_f<T>(raw[r]);
     }
   }
 }

@@ -49,8 +49,8 @@ __global__ void elementwise_kernel(const __grid_constant__ EwParams p) {
   }
 }
 
-// Four consecutive elements per thread: the program's instructions, the index walk and the type switches are paid
-// once per four values, contiguous halves and floats move as 8- and 16-byte words. Each value goes through exactly
+// Four consecutive elements per thread: the program's instructions (their dispatch), the index walk and the type
+// switches are paid once per four values, contiguous halves and floats move as 8- and 16-byte words. Each value goes through exactly
 // the operations of elementwise_kernel, so the results are the same bits.
 constexpr int kVec = 4;
 
@@ -151,8 +151,11 @@ __global__ void elementwise_vec_kernel(const __grid_constant__ EwParams p) {
 #pragma unroll
         for (int v = 0; v < kVec; ++v) b[v] = ins.imm;
       }
+      for_ew_op(ins.op, [&](auto op) {  // one dispatch for the four values
+        constexpr EwOp kOp = decltype(op)::value;
 #pragma unroll
-      for (int v = 0; v < kVec; ++v) acc[v] = ew_apply(ins, acc[v], b[v]);
+        for (int v = 0; v < kVec; ++v) acc[v] = ew_op<kOp>(ins, acc[v], b[v]);
+      });
     }
     store_vec<I>(p, base, n, acc);
   }

@@ -25,6 +25,8 @@ constexpr int kPwThreads = 128;  // the register-staged kernel's tiles: four war
 // The async kernel's steps (input channels) and stages, for 64 x 64 tiles and for 32 x 128 (few output channels).
 constexpr int kWideStep = 64, kWideStages = 2;
 constexpr int kNarrowStep = 64, kNarrowStages = 2;
+// Values per thread that go through the epilogue at once (a thread has 32).
+constexpr int kPwChunk = 8;
 
 // One thread's share of an R x C tile in registers, for sources of any alignment: loaded from global memory (row
 // stride `ld`, zeros outside the rows x cols corner) while the tensor cores work on the previous step, then stored to
@@ -107,16 +109,40 @@ __device__ __forceinline__ void load_operands(const PointwiseParams& p, const Ti
   }
 }
 
+// One instruction of the epilogue over a thread's chunk of values (in registers): the operation and the kind of its
+// operand are chosen once for the chunk, and the chunk's operands are all read before the first is used. Choosing the
+// operand per value put a branch and a dependent shared-memory read before each value's operation: each instruction
+// cost about 1.2-1.4 us per launch whatever the tile's work (H100, 2026-12-06, docs/BENCHMARKS.md).
+template <int kChunk, int kRowStep, int BM>
+__device__ __forceinline__ void epilogue_step(const EwInstr& ins, float (&v)[kChunk], const __half (&raw)[kChunk],
+                                              const float (&operand)[kEwMaxInputs][BM], int row) {
+  float b[kChunk];
+  if (ins.src == 0) {
+#pragma unroll
+    for (int e = 0; e < kChunk; ++e) b[e] = __half2float(raw[e]);
+  } else if (ins.src > 0) {
+    const float* column = operand[ins.src] + row;
+#pragma unroll
+    for (int e = 0; e < kChunk; ++e) b[e] = column[e * kRowStep];
+  } else {
+#pragma unroll
+    for (int e = 0; e < kChunk; ++e) b[e] = ins.imm;
+  }
+  for_ew_op(ins.op, [&](auto op) {
+    constexpr EwOp kOp = decltype(op)::value;
+#pragma unroll
+    for (int e = 0; e < kChunk; ++e) v[e] = ew_op<kOp>(ins, v[e], b[e]);
+  });
+}
+
 // The accumulators through shared memory (`c_tile`, BM x BN floats, row stride BN + 4), the epilogue, the stores. A
 // thread's outputs share one pixel column and step through the channels; consecutive threads take consecutive pixels,
 // so a warp's stores are contiguous. They go through the epilogue in chunks of kChunk values held in registers: each
 // value is read from shared memory once, rounded to fp16 as a stored raw output would be (kept for programs that read
-// it again), then the program runs one instruction at a time over the chunk (one dispatch per instruction, not per
-// output: interpreting the program per output cost more than the products), and the chunk is stored. The program is
-// apply_channel_epilogue's, its operands from shared memory. In registers, launches took 3-10 % less time than with
-// each instruction run over the tile in place in shared memory; but each instruction still costs about 1-2 us per
-// launch whatever the tile's work, in both forms, for a reason not found yet (H100, docs/BENCHMARKS.md).
-template <int BM, int BN, int kThreads = pw_threads<BM, BN>()>
+// it again), then the program runs one instruction at a time over the chunk (epilogue_step: one dispatch per
+// instruction and chunk, not per output: interpreting the program per output cost more than the products), and the
+// chunk is stored. The program is apply_channel_epilogue's, its operands from shared memory.
+template <int BM, int BN, int kChunk, int kThreads = pw_threads<BM, BN>()>
 __device__ __forceinline__ void finish_tile(
     const PointwiseParams& p, const TilePlace& t,
     nvcuda::wmma::fragment<nvcuda::wmma::accumulator, 16, 16, 16, float> (&acc)[2][2], float* c_tile,
@@ -132,37 +158,26 @@ __device__ __forceinline__ void finish_tile(
     }
   }
   __syncthreads();
-  constexpr int kPer = BM * BN / kThreads, kRowStep = kThreads / BN, kChunk = 8;
+  constexpr int kPer = BM * BN / kThreads, kRowStep = kThreads / BN;
   static_assert(kThreads % BN == 0 && BM % kRowStep == 0, "a thread's outputs share a pixel column");
   static_assert(kPer % kChunk == 0, "whole chunks");
   const int col = static_cast<int>(threadIdx.x) % BN, row0 = static_cast<int>(threadIdx.x) / BN;
   const bool stores = col < t.cols_p;
   const int64_t out0 = (static_cast<int64_t>(t.n) * p.k + t.k0) * p.hw + t.p0 + col;
   for (int c0 = 0; c0 < kPer; c0 += kChunk) {
+    const int row = row0 + c0 * kRowStep;  // the chunk's first channel in the tile
     float v[kChunk];
     __half raw[kChunk];
 #pragma unroll
     for (int e = 0; e < kChunk; ++e) {
-      raw[e] = __float2half_rn(c_tile[(row0 + (c0 + e) * kRowStep) * kLdC + col]);
+      raw[e] = __float2half_rn(c_tile[(row + e * kRowStep) * kLdC + col]);
       v[e] = __half2float(raw[e]);
     }
-    for (int j = 0; j < p.epi.n_instrs; ++j) {
-      const EwInstr ins = p.epi.ins[j];
-      for_ew_op(ins.op, [&](auto op) {
-        constexpr EwOp kOp = decltype(op)::value;
-#pragma unroll
-        for (int e = 0; e < kChunk; ++e) {
-          const float b = ins.src == 0  ? __half2float(raw[e])
-                          : ins.src > 0 ? operand[ins.src][row0 + (c0 + e) * kRowStep]
-                                        : ins.imm;
-          v[e] = ew_op<kOp>(ins, v[e], b);
-        }
-      });
-    }
+    for (int j = 0; j < p.epi.n_instrs; ++j) epilogue_step<kChunk, kRowStep, BM>(p.epi.ins[j], v, raw, operand, row);
     if (stores) {
 #pragma unroll
       for (int e = 0; e < kChunk; ++e) {
-        const int r = row0 + (c0 + e) * kRowStep;
+        const int r = row + e * kRowStep;
         if (r < t.rows_k) store_from_float(p.epi.out, p.epi.out_dt, out0 + static_cast<int64_t>(r) * p.hw, v[e]);
       }
     }
@@ -170,7 +185,7 @@ __device__ __forceinline__ void finish_tile(
 }
 
 // Any alignment: steps of 32 input channels staged through registers (TileShare).
-template <int BM, int BN>
+template <int BM, int BN, int kChunk>
 __global__ void __launch_bounds__(kPwThreads) pointwise_kernel(const __grid_constant__ PointwiseParams p) {
   static_assert(pw_threads<BM, BN>() == kPwThreads, "the register-staged kernel's tiles are four warps");
   constexpr int kBK = 32, kLdA = kBK + 8, kLdB = BN + 8;  // padded rows: fewer bank conflicts, 32-byte fragments
@@ -205,7 +220,7 @@ __global__ void __launch_bounds__(kPwThreads) pointwise_kernel(const __grid_cons
     mma_step<kBK, kLdA, kLdB>(acc, a_tile, b_tile, wm, wn);
     __syncthreads();
   }
-  finish_tile<BM, BN>(p, t, acc, c_tile, operand, wm, wn);
+  finish_tile<BM, BN, kChunk>(p, t, acc, c_tile, operand, wm, wn);
 }
 
 // Rows in words (pointwise_in_words: input channels a multiple of 8, pixels a multiple of 2, aligned sources): steps
@@ -213,7 +228,7 @@ __global__ void __launch_bounds__(kPwThreads) pointwise_kernel(const __grid_cons
 // copies are in flight during a step's products (one barrier per step); the epilogue's tile reuses the stages' memory
 // (dynamic shared memory: async_smem_bytes). The weights go as 16-byte words; the pixels as words of kVec
 // halves (8, 4 or 2: the largest that divides a row, so that no word straddles two rows or the edge).
-template <int BM, int BN, int kVec, int kBK, int kStages>
+template <int BM, int BN, int kVec, int kBK, int kStages, int kChunk>
 __global__ void __launch_bounds__(pw_threads<BM, BN>())
     pointwise_async_kernel(const __grid_constant__ PointwiseParams p) {
   static_assert(kVec == 8 || kVec == 4 || kVec == 2, "cp.async copies 16, 8 or 4 bytes");
@@ -268,7 +283,7 @@ __global__ void __launch_bounds__(pw_threads<BM, BN>())
   __pipeline_wait_prior(0);
   __syncthreads();  // every warp's products are done before the epilogue's tile overwrites the stages
   float* c_tile = reinterpret_cast<float*>(smem);
-  finish_tile<BM, BN>(p, t, acc, c_tile, operand, wm, wn);
+  finish_tile<BM, BN, kChunk>(p, t, acc, c_tile, operand, wm, wn);
 }
 
 // One pixel per image (the squeeze-and-excite convolutions after a global pool): one warp per output, its lanes
@@ -301,28 +316,28 @@ constexpr int async_smem_bytes() {
 // One launch of the async kernel. Its shared memory stays within the 48 KiB a kernel gets without being allowed more
 // per device (cudaFuncSetAttribute): the configurations that needed more (deeper stages, 128-wide tiles) did not pay
 // (H100, 2026-12-06, docs/BENCHMARKS.md).
-template <int BM, int BN, int kVec, int kBK, int kStages>
+template <int BM, int BN, int kVec, int kBK, int kStages, int kChunk>
 cudaError_t launch_async(const dim3& grid, const PointwiseParams& p, cudaStream_t stream) {
   constexpr int kBytes = async_smem_bytes<BM, BN, kBK, kStages>();
   static_assert(kBytes <= 48 * 1024, "within the shared memory a kernel gets without cudaFuncSetAttribute");
-  pointwise_async_kernel<BM, BN, kVec, kBK, kStages><<<grid, pw_threads<BM, BN>(), kBytes, stream>>>(p);
+  pointwise_async_kernel<BM, BN, kVec, kBK, kStages, kChunk><<<grid, pw_threads<BM, BN>(), kBytes, stream>>>(p);
   return cudaGetLastError();
 }
 
 // Tiles of BM output channels x BN pixels; rows in words through the async kernel (steps of kBK channels, kStages
 // stages), other rows through registers.
-template <int BM, int BN, int kBK, int kStages>
+template <int BM, int BN, int kBK, int kStages, int kChunk = kPwChunk>
 cudaError_t launch_tiles(const PointwiseParams& p, bool words, cudaStream_t stream) {
   const dim3 grid(static_cast<unsigned>((p.hw + BN - 1) / BN), static_cast<unsigned>((p.k + BM - 1) / BM),
                   static_cast<unsigned>(p.n));
-  if (words && p.hw % 8 == 0) return launch_async<BM, BN, 8, kBK, kStages>(grid, p, stream);
-  if (words && p.hw % 4 == 0) return launch_async<BM, BN, 4, kBK, kStages>(grid, p, stream);
-  if (words) return launch_async<BM, BN, 2, kBK, kStages>(grid, p, stream);
+  if (words && p.hw % 8 == 0) return launch_async<BM, BN, 8, kBK, kStages, kChunk>(grid, p, stream);
+  if (words && p.hw % 4 == 0) return launch_async<BM, BN, 4, kBK, kStages, kChunk>(grid, p, stream);
+  if (words) return launch_async<BM, BN, 2, kBK, kStages, kChunk>(grid, p, stream);
   if constexpr (pw_threads<BM, BN>() == kPwThreads) {
-    pointwise_kernel<BM, BN><<<grid, kPwThreads, 0, stream>>>(p);
+    pointwise_kernel<BM, BN, kChunk><<<grid, kPwThreads, 0, stream>>>(p);
     return cudaGetLastError();
   } else {  // the register-staged kernel's tiles are four warps
-    return launch_tiles<64, 64, kBK, kStages>(p, false, stream);
+    return launch_tiles<64, 64, kBK, kStages, kChunk>(p, false, stream);
   }
 }
 
