@@ -50,8 +50,8 @@ __global__ void elementwise_kernel(const __grid_constant__ EwParams p) {
 }
 
 // Four consecutive elements per thread: the program's instructions (their dispatch), the index walk and the type
-// switches are paid once per four values, contiguous halves and floats move as 8- and 16-byte words. Each value goes through exactly
-// the operations of elementwise_kernel, so the results are the same bits.
+// switches are paid once per four values, contiguous halves and floats move as 8- and 16-byte words. Each value goes
+// through exactly the operations of elementwise_kernel, so the results are the same bits.
 constexpr int kVec = 4;
 
 __device__ __forceinline__ bool aligned_to(const void* p, unsigned bytes) {
