@@ -8,12 +8,12 @@
 #   2. The device timeline (bin/libso_cupti_trace.so, loaded by the driver through CUDA_INJECTION64_PATH) of the
 #      bundle's plugin on the 160-image passes, the whole pipeline and detection alone (--det-only): how much of the
 #      last 2 s any kernel ran, how many ran at once, kernels and runtime calls by time, each kernel's mean grid.
-#   kernels: bench/pointwise_bench (bin/so_pointwise_bench), and the one built before the change where the bundle has
-#      files/base_pointwise_bench. tests: the CUDA tests of bin/test_backends. lines: cold `ocr` of synth-dev and
+#   kernels: bench/depthwise_bench and bench/pointwise_bench (bin/so_KERNEL_bench), and those built before the change
+#      where the bundle has files/base_KERNEL_bench. tests: the CUDA tests of bin/test_backends. lines: cold `ocr` of synth-dev and
 #      sroie-dev with the base plugin and the bundle's, on cuda-fp16 and cuda-fp32, compared line by line.
 # Bundle: scripts/slim_bundle.py .devbundle build/steadyocr build/libsteadyocr_cuda13.so build/libso_cupti_trace.so \
-#   [build/so_pointwise_bench build/tests/test_backends] -- models ../shared/data/synth-dev [../shared/data/sroie-dev \
-#   ../shared/data/golden ../shared/tools/ocr_eval.py] [/path/to/base_cuda13.so /path/to/base_pointwise_bench]
+#   [build/so_*_bench build/tests/test_backends] -- models ../shared/data/synth-dev [../shared/data/sroie-dev \
+#   ../shared/data/golden ../shared/tools/ocr_eval.py] [/path/to/base_cuda13.so /path/to/base_*_bench]
 # Device (repo root, carry [".devbundle"]): scripts/device_busy.sh   (ROUNDS=2, REPEAT=4, CONC=16, STEPS="ab trace"
 #   of "kernels tests lines ab trace", SETS=synth, VARIANTS="base new nographs"; any other NAME runs the bundle's
 #   files/NAME_cuda13.so)
@@ -69,13 +69,15 @@ PY
 }
 
 if want kernels; then
-  for v in base new; do
-    bin=$B/bin/so_pointwise_bench
-    [ $v = base ] && bin=$F/base_pointwise_bench
-    [ -x "$bin" ] || continue
-    (cd "$B" && timeout 300 ./env.sh "$bin") >"$W/kernels.$v.txt" 2>&1
-    echo "== pointwise kernels, $v: exit $?" | tee -a "$S"
-    cut -c1-150 "$W/kernels.$v.txt" | tee -a "$S"
+  for kernel in depthwise pointwise; do
+    for v in base new; do
+      bin=$B/bin/so_${kernel}_bench
+      [ $v = base ] && bin=$F/base_${kernel}_bench
+      [ -x "$bin" ] || continue
+      (cd "$B" && timeout 240 ./env.sh "$bin") >"$W/kernels.$kernel.$v.txt" 2>&1
+      echo "== $kernel kernels, $v: exit $?" | tee -a "$S"
+      cut -c1-150 "$W/kernels.$kernel.$v.txt" | tee -a "$S"
+    done
   done
 fi
 

@@ -17,6 +17,7 @@
 #include <vector>
 
 // The kernel's own translation unit, so that every configuration can be instantiated here.
+#include "../kernel_timing.cuh"
 #include "backends/cuda/kernels/pointwise.cu"
 
 namespace {
@@ -24,15 +25,6 @@ namespace {
 using steadyocr::cuda::k::Dt;
 using steadyocr::cuda::k::EwOp;
 using steadyocr::cuda::k::PointwiseParams;
-
-#define CHECK_CUDA(x)                                                                          \
-  do {                                                                                         \
-    const cudaError_t e_ = (x);                                                                \
-    if (e_ != cudaSuccess) {                                                                   \
-      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-      std::exit(2);                                                                            \
-    }                                                                                          \
-  } while (0)
 
 struct Case {
   const char* what;
@@ -131,61 +123,6 @@ std::vector<Config> configs() {
       {"32x128 step 64, 2 stages", tiles<32, 128, 64, 2>()},
       {"32x128 step 32, 4 stages", tiles<32, 128, 32, 4>()},
   };
-}
-
-// Device time per launch: `body(s)` enqueues one launch on stream s; `launches` per stream on `streams` streams at
-// once. Eager (launched from the host as the loop goes) or replayed from a CUDA graph of those launches (the
-// device's own time, without the host's cost of each launch, as the plugin's replayed plans run).
-float time_us(const std::function<void(int)>& body, int launches, int streams, const std::vector<cudaStream_t>& ss,
-              bool graph) {
-  cudaEvent_t a, b, fork;
-  CHECK_CUDA(cudaEventCreate(&a));
-  CHECK_CUDA(cudaEventCreate(&b));
-  CHECK_CUDA(cudaEventCreateWithFlags(&fork, cudaEventDisableTiming));
-  std::vector<cudaEvent_t> joins(streams);
-  for (auto& e : joins) CHECK_CUDA(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
-  auto enqueue = [&] {
-    CHECK_CUDA(cudaEventRecord(fork, ss[0]));
-    for (int s = 1; s < streams; ++s) CHECK_CUDA(cudaStreamWaitEvent(ss[s], fork));
-    for (int i = 0; i < launches * streams; ++i) body(i % streams);
-    for (int s = 1; s < streams; ++s) {
-      CHECK_CUDA(cudaEventRecord(joins[s], ss[s]));
-      CHECK_CUDA(cudaStreamWaitEvent(ss[0], joins[s]));
-    }
-  };
-  for (int i = 0; i < streams; ++i) body(i);  // warm (and any lazy set-up outside a capture)
-  CHECK_CUDA(cudaDeviceSynchronize());
-  cudaGraphExec_t exec = nullptr;
-  int reps = 1;
-  if (graph) {
-    cudaGraph_t g;
-    CHECK_CUDA(cudaStreamBeginCapture(ss[0], cudaStreamCaptureModeThreadLocal));
-    enqueue();
-    CHECK_CUDA(cudaStreamEndCapture(ss[0], &g));
-    CHECK_CUDA(cudaGraphInstantiate(&exec, g, 0));
-    CHECK_CUDA(cudaGraphDestroy(g));
-    CHECK_CUDA(cudaGraphLaunch(exec, ss[0]));
-    CHECK_CUDA(cudaStreamSynchronize(ss[0]));
-    reps = 5;
-  }
-  CHECK_CUDA(cudaEventRecord(a, ss[0]));
-  for (int r = 0; r < reps; ++r) {
-    if (graph) {
-      CHECK_CUDA(cudaGraphLaunch(exec, ss[0]));
-    } else {
-      enqueue();
-    }
-  }
-  CHECK_CUDA(cudaEventRecord(b, ss[0]));
-  CHECK_CUDA(cudaEventSynchronize(b));
-  float ms = 0;
-  CHECK_CUDA(cudaEventElapsedTime(&ms, a, b));
-  if (exec) CHECK_CUDA(cudaGraphExecDestroy(exec));
-  for (auto& e : joins) CHECK_CUDA(cudaEventDestroy(e));
-  CHECK_CUDA(cudaEventDestroy(fork));
-  CHECK_CUDA(cudaEventDestroy(a));
-  CHECK_CUDA(cudaEventDestroy(b));
-  return ms * 1e3f / static_cast<float>(reps * launches * streams);
 }
 
 }  // namespace
