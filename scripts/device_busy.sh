@@ -4,7 +4,7 @@
 #      bundle has it) against the bundle's own, with 16 images in flight on passes of synth-dev four times over (160
 #      images of the same 40 shapes: a pass's ramp-up and drain are a small part of it) and one image at a time
 #      (one-image p50/p99); graph replay off as a third variant.
-#      SETS="synth sroie" adds sroie-dev four times over (64 images) to the 16-in-flight rounds.
+#      SETS="synth sroie": synth-dev, sroie-dev (64-image passes four times over, and one at a time), or both.
 #   2. The device timeline (bin/libso_cupti_trace.so, loaded by the driver through CUDA_INJECTION64_PATH) of the
 #      bundle's plugin on the 160-image passes, the whole pipeline and detection alone (--det-only): how much of the
 #      last 2 s any kernel ran, how many ran at once, kernels and runtime calls by time, each kernel's mean grid.
@@ -119,9 +119,14 @@ if want ab; then
         nographs) e=(STEADYOCR_CUDA_PLUGIN="$NEW" STEADYOCR_CUDA_GRAPHS=0) ;;
         *) e=(STEADYOCR_CUDA_PLUGIN="$F/${v}_cuda13.so") ;;  # another plugin in the bundle, files/NAME_cuda13.so
       esac
-      one "r$round.$v.c$CONC" "$W/synth4" "$CONC" "${e[@]}"
-      [ -d "$W/sroie4" ] && one "r$round.$v.sroie.c$CONC" "$W/sroie4" "$CONC" "${e[@]}"
-      one "r$round.$v.c1" "$F/synth-dev" 1 "${e[@]}"
+      if [[ " $SETS " == *" synth "* ]]; then
+        one "r$round.$v.c$CONC" "$W/synth4" "$CONC" "${e[@]}"
+        one "r$round.$v.c1" "$F/synth-dev" 1 "${e[@]}"
+      fi
+      if [ -d "$W/sroie4" ]; then
+        one "r$round.$v.sroie.c$CONC" "$W/sroie4" "$CONC" "${e[@]}"
+        one "r$round.$v.sroie.c1" "$F/sroie-dev" 1 "${e[@]}"
+      fi
     done
   done
 fi
