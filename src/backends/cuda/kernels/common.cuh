@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "backends/cuda/kernels/hard_swish.h"
 #include "backends/cuda/kernels/kernels.h"
 
 namespace steadyocr::cuda::k {
@@ -61,7 +62,7 @@ __device__ __forceinline__ float ew_op(const EwInstr& ins, float a, float b) {
   if constexpr (kOp == EwOp::kRelu) return a > 0.f ? a : 0.f;
   if constexpr (kOp == EwOp::kSigmoid) return 1.f / (1.f + expf(-a));
   if constexpr (kOp == EwOp::kHardSigmoid) return fminf(fmaxf(ins.alpha * a + ins.beta, 0.f), 1.f);
-  if constexpr (kOp == EwOp::kHardSwish) return a * fminf(fmaxf(a / 6.f + 0.5f, 0.f), 1.f);
+  if constexpr (kOp == EwOp::kHardSwish) return hard_swish(a);  // a * clamp(a / 6 + 1/2, 0, 1), no division
   if constexpr (kOp == EwOp::kClip) return fminf(fmaxf(a, ins.alpha), ins.beta);
   return a;
 }

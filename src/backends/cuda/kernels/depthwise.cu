@@ -60,9 +60,9 @@ __global__ void depthwise_kernel(const __grid_constant__ DepthwiseParams p, I to
 // from global memory with bounds checks and three divisions per output: 0.28 ms for a [48,240,12,80] 5x5 layer on the
 // H100 in fp32 and fp16 alike (docs/BENCHMARKS.md).
 constexpr int kTileCols = 32, kRowGroups = 4, kTileThreads = kTileCols * kRowGroups, kMaxRows = 4;
-constexpr int kMaxTileStride = 2;  // in rows a template parameter (SH: 1 or 2), in columns a run-time one
+constexpr int kMaxTileStride = 2;
 
-template <typename T, typename I, int KH, int KW, int SH, bool kFused>
+template <typename T, typename I, int KH, int KW, bool kFused>
 __global__ void __launch_bounds__(kTileThreads)
     depthwise_tiled_kernel(const __grid_constant__ DepthwiseParams p, int rows, int tiles_x, int tiles_y) {
   extern __shared__ float tile[];
@@ -72,8 +72,8 @@ __global__ void __launch_bounds__(kTileThreads)
   const int tile_y = t / tiles_x, tile_x = t - tile_y * tiles_x;
   const int out_rows = kRowGroups * rows;
   const int oy0 = tile_y * out_rows, ox0 = tile_x * kTileCols;
-  const int in_rows = (out_rows - 1) * SH + KH, in_cols = (kTileCols - 1) * p.sw + KW;
-  const int iy0 = oy0 * SH - p.pad_t, ix0 = ox0 * p.sw - p.pad_l;
+  const int in_rows = (out_rows - 1) * p.sh + KH, in_cols = (kTileCols - 1) * p.sw + KW;
+  const int iy0 = oy0 * p.sh - p.pad_t, ix0 = ox0 * p.sw - p.pad_l;
   const T* src = static_cast<const T*>(p.x) + plane * static_cast<I>(p.h) * static_cast<I>(p.w_in);
   for (int k = threadIdx.x; k < in_rows * in_cols; k += kTileThreads) {
     const int r = k / in_cols, col = k - r * in_cols;
@@ -96,34 +96,22 @@ __global__ void __launch_bounds__(kTileThreads)
   const int ox = ox0 + tx;
   if (ox >= p.ow) return;
   const I out_plane = plane * static_cast<I>(p.oh) * static_cast<I>(p.ow);
-  // The thread's rows (up to kMaxRows consecutive ones) summed in registers: each input row of their window is read
-  // from shared memory once (KW taps) and added to every output row it feeds. Each output still takes its taps in the
-  // order of depthwise_kernel (the filter's rows, then its columns), so the sums are the same bits; reading each
-  // output's KH x KW taps afresh cost a shared-memory read per multiply-add. Then the epilogue on all of them at once,
-  // then the stores.
-  const int ly0 = group * rows, valid = min(rows, p.oh - (oy0 + ly0));  // the thread's output rows in the picture
-  const float* in = tile + ly0 * SH * in_cols + tx * p.sw;
-  float acc[kMaxRows];
-#pragma unroll
-  for (int r = 0; r < kMaxRows; ++r) acc[r] = 0.f;
-#pragma unroll
-  for (int ir = 0; ir < (kMaxRows - 1) * SH + KH; ++ir) {
-    if (ir >= (valid - 1) * SH + KH) break;  // no valid output row reads this input row or any below it
-    float tap[KW];
-#pragma unroll
-    for (int kx = 0; kx < KW; ++kx) tap[kx] = in[ir * in_cols + kx];
-#pragma unroll
-    for (int r = 0; r < kMaxRows; ++r) {
-      const int ky = ir - r * SH;  // the filter row that input row ir is for output row r (constant once unrolled)
-      if (ky >= 0 && ky < KH && r < valid) {
-#pragma unroll
-        for (int kx = 0; kx < KW; ++kx) acc[r] = fmaf(tap[kx], f[ky * KW + kx], acc[r]);
-      }
-    }
-  }
+  // The thread's rows (up to kMaxRows, in registers), then the epilogue on all of them at once, then the stores.
   float raw[kMaxRows];
 #pragma unroll
-  for (int r = 0; r < kMaxRows; ++r) raw[r] = to_f(from_f<T>(acc[r]));  // the raw sum as a stored output would be
+  for (int r = 0; r < kMaxRows; ++r) {
+    const int ly = group * rows + r;
+    float acc = 0.f;
+    if (r < rows && oy0 + ly < p.oh) {
+      const float* in = tile + ly * p.sh * in_cols + tx * p.sw;
+#pragma unroll
+      for (int ky = 0; ky < KH; ++ky) {
+#pragma unroll
+        for (int kx = 0; kx < KW; ++kx) acc = fmaf(in[ky * in_cols + kx], f[ky * KW + kx], acc);
+      }
+    }
+    raw[r] = to_f(from_f<T>(acc));  // the raw sum as the separate epilogue would have read it back
+  }
   float v[kMaxRows];
   if constexpr (kFused) {
     apply_channel_epilogue_n(p.epi, operand, raw, v);
@@ -154,13 +142,8 @@ bool launch_tiled(const DepthwiseParams& p, bool narrow, cudaStream_t stream) {
   const size_t shared =
       sizeof(float) * static_cast<size_t>((kRowGroups * rows - 1) * p.sh + KH) * ((kTileCols - 1) * p.sw + KW);
   dispatch_conv_kernel(p.dt, narrow, p.epi.n_instrs > 0, [&](auto t, auto i, auto fused) {
-    if (p.sh == 1) {
-      depthwise_tiled_kernel<decltype(t), decltype(i), KH, KW, 1, fused.value>
-          <<<static_cast<unsigned>(blocks), kTileThreads, shared, stream>>>(p, rows, tiles_x, tiles_y);
-    } else {
-      depthwise_tiled_kernel<decltype(t), decltype(i), KH, KW, 2, fused.value>
-          <<<static_cast<unsigned>(blocks), kTileThreads, shared, stream>>>(p, rows, tiles_x, tiles_y);
-    }
+    depthwise_tiled_kernel<decltype(t), decltype(i), KH, KW, fused.value>
+        <<<static_cast<unsigned>(blocks), kTileThreads, shared, stream>>>(p, rows, tiles_x, tiles_y);
   });
   return true;
 }

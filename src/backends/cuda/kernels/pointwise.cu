@@ -26,7 +26,7 @@ constexpr int kPwThreads = 128;  // the register-staged kernel's tiles: four war
 constexpr int kWideStep = 64, kWideStages = 2;
 constexpr int kNarrowStep = 64, kNarrowStages = 2;
 // Values per thread that go through the epilogue at once (a thread has 32).
-constexpr int kPwChunk = 8;
+constexpr int kPwChunk = 16;
 
 // One thread's share of an R x C tile in registers, for sources of any alignment: loaded from global memory (row
 // stride `ld`, zeros outside the rows x cols corner) while the tensor cores work on the previous step, then stored to
