@@ -14,9 +14,9 @@ namespace steadyocr::cuda::k {
 // x / 6 as q0 = x * RN(1/6), corrected once with the fused residual x - 6 * q0, on x clamped to [-3.5, 3.5] (outside
 // [-3, 3] the gate is 0 or 1 either way; the clamp keeps infinities out of the residual). The result equals
 // x * fminf(fmaxf(x / 6.f + 0.5f, 0.f), 1.f) bit for bit on all 2^32 inputs (tests/backends/test_cuda_math.cpp:
-// a sample, and all of them with STEADYOCR_TEST_EXHAUSTIVE=1): the division is a call-like sequence on the GPU, and in
-// the fused epilogues it cost about 2 us per pointwise launch, more than the bias, the rounding and the store together
-// (bench/pointwise_bench, H100, docs/BENCHMARKS.md).
+// a sample, and all of them with STEADYOCR_TEST_EXHAUSTIVE=1). An IEEE division is a long sequence with a slow-path
+// branch on the GPU; with it, hard-swish cost 2.3-2.8 us per fused pointwise launch against about 0.5 us for an
+// instruction with an immediate (bench/pointwise_bench, H100, docs/BENCHMARKS.md).
 SO_HOST_DEVICE float hard_swish(float x) {
   constexpr float kSixth = 1.f / 6.f;
   const float xc = fminf(fmaxf(x, -3.5f), 3.5f);
