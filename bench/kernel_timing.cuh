@@ -6,6 +6,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <functional>
 #include <vector>
 
@@ -71,4 +72,32 @@ inline float time_us(const std::function<void(int)>& body, int launches, int str
   CHECK_CUDA(cudaEventDestroy(a));
   CHECK_CUDA(cudaEventDestroy(b));
   return ms * 1e3f / static_cast<float>(reps * launches * streams);
+}
+
+// What every kernel bench starts with: `--iters N` (launches per stream and measure; 50 by default), a header line
+// naming the device and what the bench prints (`what`), and kStreams non-blocking streams. Exits 2 on a bad argument.
+constexpr int kStreams = 4;
+
+struct BenchSetup {
+  int iters = 50;
+  std::vector<cudaStream_t> streams;
+};
+
+inline BenchSetup bench_setup(int argc, char** argv, const char* what) {
+  BenchSetup b;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--iters") == 0 && i + 1 < argc) {
+      b.iters = std::atoi(argv[++i]);
+    } else {
+      std::fprintf(stderr, "usage: %s [--iters N]\n", argv[0]);
+      std::exit(2);
+    }
+  }
+  if (b.iters < 1) b.iters = 1;
+  cudaDeviceProp prop{};
+  CHECK_CUDA(cudaGetDeviceProperties(&prop, 0));
+  std::printf("# %s, %d SMs; %s\n", prop.name, prop.multiProcessorCount, what);
+  b.streams.resize(kStreams);
+  for (auto& s : b.streams) CHECK_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  return b;
 }

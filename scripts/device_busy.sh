@@ -30,22 +30,18 @@ W=/tmp/busy
 device_begin device_busy "$W" "$OUT" "$CONC in flight"
 SO="$B/env.sh $B/bin/steadyocr"
 NEW=$B/bin/libsteadyocr_cuda13.so  # slim_bundle.py puts every binary it is given in bin/
-# synth-dev four times over, under other names (the engine sees 160 images of the same 40 shapes).
-mkdir -p "$W/synth4"
-for i in 1 2 3 4; do
-  for f in "$F"/synth-dev/*.jpg "$F"/synth-dev/*.png; do
-    [ -e "$f" ] && ln -sf "$f" "$W/synth4/$i.$(basename "$f")"
-  done
-done
-echo "synth4: $(ls "$W/synth4" | wc -l) images; plugin $NEW" | tee -a "$S"
-if [[ " $SETS " == *" sroie "* ]]; then
-  mkdir -p "$W/sroie4"
+# A set four times over, under other names (the engine sees four times the images, of the same shapes): four SET DIR.
+four() {
+  mkdir -p "$2"
   for i in 1 2 3 4; do
-    for f in "$F"/sroie-dev/*.jpg "$F"/sroie-dev/*.png; do
-      [ -e "$f" ] && ln -sf "$f" "$W/sroie4/$i.$(basename "$f")"
+    for f in "$F/$1"/*.jpg "$F/$1"/*.png; do
+      [ -e "$f" ] && ln -sf "$f" "$2/$i.$(basename "$f")"
     done
   done
-fi
+}
+four synth-dev "$W/synth4"
+echo "synth4: $(ls "$W/synth4" | wc -l) images; plugin $NEW" | tee -a "$S"
+[[ " $SETS " == *" sroie "* ]] && four sroie-dev "$W/sroie4"
 
 one() {  # tag set conc [env...] [-- flags...]
   local tag=$1 set=$2 conc=$3

@@ -45,25 +45,12 @@ uint64_t fnv1a(const void* data, size_t bytes) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  int iters = 50;
-  for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--iters") == 0 && i + 1 < argc) {
-      iters = std::atoi(argv[++i]);
-    } else {
-      std::fprintf(stderr, "usage: %s [--iters N]\n", argv[0]);
-      return 2;
-    }
-  }
-  if (iters < 1) iters = 1;
-  cudaDeviceProp prop{};
-  CHECK_CUDA(cudaGetDeviceProperties(&prop, 0));
-  std::printf(
-      "# %s, %d SMs; depthwise fp16 with bias + hard-swish, device us per launch: eager / graph on one stream /"
-      " graph on four streams at once; hash of the output bits; the same without the epilogue\n",
-      prop.name, prop.multiProcessorCount);
-  constexpr int kStreams = 4;
-  std::vector<cudaStream_t> ss(kStreams);
-  for (auto& s : ss) CHECK_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  const BenchSetup setup =
+      bench_setup(argc, argv,
+                  "depthwise fp16 with bias + hard-swish, device us per launch: eager / graph on one stream /"
+                  " graph on four streams at once; hash of the output bits; the same without the epilogue");
+  const int iters = setup.iters;
+  const std::vector<cudaStream_t>& ss = setup.streams;
   for (const Case& cs : kCases) {
     const int pad = cs.k / 2, oh = (cs.h + 2 * pad - cs.k) / cs.stride + 1,
               ow = (cs.w + 2 * pad - cs.k) / cs.stride + 1;

@@ -114,9 +114,7 @@ std::vector<Config> configs() {
          return cudaGetLastError();
        }},
       {"shipped, chunks of 16", chunked<16, false>()},
-      {"shipped, chunks of 32", chunked<32, false>()},
       {"4 instructions, chunks of 16", chunked<16, true>()},
-      {"4 instructions, chunks of 32", chunked<32, true>()},
       {"64x64 step 32, 3 stages", tiles<64, 64, 32, 3>()},
       {"128x64 step 32, 3 stages", tiles<128, 64, 32, 3>()},
       {"64x128 step 32, 3 stages", tiles<64, 128, 32, 3>()},
@@ -128,25 +126,12 @@ std::vector<Config> configs() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  int iters = 50;
-  for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--iters") == 0 && i + 1 < argc) {
-      iters = std::atoi(argv[++i]);
-    } else {
-      std::fprintf(stderr, "usage: %s [--iters N]\n", argv[0]);
-      return 2;
-    }
-  }
-  if (iters < 1) iters = 1;
-  cudaDeviceProp prop{};
-  CHECK_CUDA(cudaGetDeviceProperties(&prop, 0));
-  std::printf(
-      "# %s, %d SMs; device us per launch: eager on one stream / from a CUDA graph on one stream / from a "
-      "graph on four streams at once; TFLOPS of the graph on one stream\n",
-      prop.name, prop.multiProcessorCount);
-  constexpr int kStreams = 4;
-  std::vector<cudaStream_t> ss(kStreams);
-  for (auto& s : ss) CHECK_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  const BenchSetup setup =
+      bench_setup(argc, argv,
+                  "device us per launch: eager on one stream / from a CUDA graph on one stream / from a "
+                  "graph on four streams at once; TFLOPS of the graph on one stream");
+  const int iters = setup.iters;
+  const std::vector<cudaStream_t>& ss = setup.streams;
   cublasHandle_t blas;
   void* workspace = nullptr;  // cuBLAS's own, set before any capture
   CHECK_CUDA(cudaMalloc(&workspace, size_t{32} << 20));
