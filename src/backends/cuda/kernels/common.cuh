@@ -93,6 +93,18 @@ __device__ __forceinline__ void for_ew_op(EwOp op, F&& f) {
   }
 }
 
+// One instruction over kN values at once (acc[i] combined with b[i]): the operation is chosen once for all of them.
+// Kernels that give each thread several values use this rather than ew_apply per value (a dispatch per value cost more
+// than the operations; docs/BENCHMARKS.md, 2026-12-06).
+template <int kN>
+__device__ __forceinline__ void ew_apply_n(const EwInstr& ins, float (&acc)[kN], const float (&b)[kN]) {
+  for_ew_op(ins.op, [&](auto op) {
+    constexpr EwOp kOp = decltype(op)::value;
+#pragma unroll
+    for (int i = 0; i < kN; ++i) acc[i] = ew_op<kOp>(ins, acc[i], b[i]);
+  });
+}
+
 // One instruction of an elementwise program (kernels.h): acc combined with operand b.
 __device__ __forceinline__ float ew_apply(const EwInstr& ins, float a, float b) {
   float r = a;
@@ -136,12 +148,11 @@ __device__ __forceinline__ void apply_channel_epilogue_n(const DwEpilogue& e, co
   for (int j = 0; j < e.n_instrs; ++j) {
     const EwInstr& ins = e.ins[j];
     const bool from_raw = ins.src == 0;
-    const float b = operand[j];
-    for_ew_op(ins.op, [&](auto op) {
-      constexpr EwOp kOp = decltype(op)::value;
+    const float bj = operand[j];
+    float b[kN];
 #pragma unroll
-      for (int r = 0; r < kN; ++r) v[r] = ew_op<kOp>(ins, v[r], from_raw ? raw[r] : b);
-    });
+    for (int r = 0; r < kN; ++r) b[r] = from_raw ? raw[r] : bj;
+    ew_apply_n(ins, v, b);
   }
 }
 

@@ -151,11 +151,7 @@ __global__ void elementwise_vec_kernel(const __grid_constant__ EwParams p) {
 #pragma unroll
         for (int v = 0; v < kVec; ++v) b[v] = ins.imm;
       }
-      for_ew_op(ins.op, [&](auto op) {  // one dispatch for the four values
-        constexpr EwOp kOp = decltype(op)::value;
-#pragma unroll
-        for (int v = 0; v < kVec; ++v) acc[v] = ew_op<kOp>(ins, acc[v], b[v]);
-      });
+      ew_apply_n(ins, acc, b);  // one dispatch for the four values
     }
     store_vec<I>(p, base, n, acc);
   }

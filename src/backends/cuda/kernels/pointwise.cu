@@ -128,11 +128,7 @@ __device__ __forceinline__ void epilogue_step(const EwInstr& ins, float (&v)[kCh
 #pragma unroll
     for (int e = 0; e < kChunk; ++e) b[e] = ins.imm;
   }
-  for_ew_op(ins.op, [&](auto op) {
-    constexpr EwOp kOp = decltype(op)::value;
-#pragma unroll
-    for (int e = 0; e < kChunk; ++e) v[e] = ew_op<kOp>(ins, v[e], b[e]);
-  });
+  ew_apply_n(ins, v, b);
 }
 
 // The accumulators through shared memory (`c_tile`, BM x BN floats, row stride BN + 4), the epilogue, the stores. A
