@@ -22,8 +22,9 @@ import tempfile
 # Never carried: the GPU machine has its own (glibc, libstdc++, the CUDA driver and libraries).
 SKIP = re.compile(r"libc\.so|libm\.so|ld-linux|libgcc_s|libstdc\+\+|libpthread|libdl\.|librt\.|libcuda\.|libcudart|"
                   r"libcudnn|libcublas|libnvidia|libnvrtc|libcufft|libcurand")
-# Replaced by stubs: readers of formats steadyocr never decodes.
-STUB = re.compile(r"^(libgdal\.so\.|libgdcm[A-Za-z]*\.so\.)")
+# Replaced by stubs: readers of formats steadyocr never decodes (GDAL, GDCM, OpenEXR) and OpenCV's OpenGL interop
+# (GLX, and through it X11 and xcb), which it never calls.
+STUB = re.compile(r"^(libgdal\.so\.|libgdcm[A-Za-z]*\.so\.|libOpenEXR-[0-9_]+\.so\.|libGLX\.so\.)")
 SEARCH = ["/usr/lib/x86_64-linux-gnu", "/lib/x86_64-linux-gnu", "/usr/local/cuda/lib64", "/usr/local/lib"]
 
 
@@ -82,7 +83,7 @@ def make_stub(name, real, importers, out_dir, work):
                 wanted.add(sym)
     src = os.path.join(work, name + ".c")
     with open(src, "w") as f:
-        f.write("/* stub of %s: steadyocr never reads these formats */\n" % name)
+        f.write("/* stub of %s: steadyocr never calls it */\n" % name)
         for i, s in enumerate(sorted(wanted)):
             f.write('void* so_stub_%d(void) __asm__("%s");\nvoid* so_stub_%d(void) { return 0; }\n' % (i, s, i))
     subprocess.run(["gcc", "-shared", "-fPIC", "-O1", "-o", os.path.join(out_dir, name), "-Wl,-soname," + name, src],
