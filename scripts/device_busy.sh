@@ -9,8 +9,10 @@
 #      bundle's plugin on the 160-image passes, the whole pipeline and detection alone (--det-only): how much of the
 #      last 2 s any kernel ran, how many ran at once, kernels and runtime calls by time, each kernel's mean grid.
 #   kernels: bench/depthwise_bench and bench/pointwise_bench (bin/so_KERNEL_bench), and those built before the change
-#      where the bundle has files/base_KERNEL_bench. tests: the CUDA tests of bin/test_backends. lines: cold `ocr` of synth-dev and
-#      sroie-dev with the base plugin and the bundle's, on cuda-fp16 and cuda-fp32, compared line by line.
+#      where the bundle has files/base_KERNEL_bench, and variants of a change as files/NAME_KERNEL_bench.
+#   plans: one image at a time with debug logs, what each new shape's plan cost (passes, prepare).
+#   tests: the CUDA tests of bin/test_backends. lines: cold `ocr` of synth-dev and sroie-dev with the base plugin and
+#      the bundle's, on cuda-fp16 and cuda-fp32, compared line by line.
 # Bundle: scripts/slim_bundle.py .devbundle build/steadyocr build/libsteadyocr_cuda13.so build/libso_cupti_trace.so \
 #   [build/so_*_bench build/tests/test_backends] -- models ../shared/data/synth-dev [../shared/data/sroie-dev \
 #   ../shared/data/golden ../shared/tools/ocr_eval.py] [/path/to/base_cuda13.so /path/to/base_*_bench]
@@ -66,9 +68,11 @@ PY
 
 if want kernels; then
   for kernel in depthwise pointwise; do
-    for v in base new; do
+    # base (files/base_KERNEL_bench), new (the bundle's), and any other files/NAME_KERNEL_bench (variants of a change)
+    others=$(cd "$F" && ls ./*_${kernel}_bench 2>/dev/null | sed "s|^./||; s|_${kernel}_bench\$||" | grep -vx base)
+    for v in base new $others; do
       bin=$B/bin/so_${kernel}_bench
-      [ $v = base ] && bin=$F/base_${kernel}_bench
+      [ $v != new ] && bin=$F/${v}_${kernel}_bench
       [ -x "$bin" ] || continue
       (cd "$B" && timeout 240 ./env.sh "$bin") >"$W/kernels.$kernel.$v.txt" 2>&1
       echo "== $kernel kernels, $v: exit $?" | tee -a "$S"
@@ -124,6 +128,32 @@ if want ab; then
         one "r$round.$v.sroie.c1" "$F/sroie-dev" 1 "${e[@]}"
       fi
     done
+  done
+fi
+
+if want plans; then  # what a new shape costs the host, one image at a time: the plans' own debug lines
+  for be in cuda-fp16 cuda-fp32; do
+    STEADYOCR_WORKER_CONCURRENCY=1 timeout 150 $SO --log-level debug bench "$F/synth-dev" --models "$F/models" \
+      --backend "$be" --require-gpu --warmup 0 --repeat 2 --json >"$W/plans.$be.json" 2>"$W/plans.$be.log"
+    python3 - "$W/plans.$be.log" "$W/plans.$be.json" "$be" <<'PY' | tee -a "$S"
+import json, re, statistics, sys
+plans = {}
+for line in open(sys.argv[1], errors="replace"):
+    m = re.search(r"planned (\S+) for .* in ([\d.]+) ms \(passes ([\d.]+), prepare ([\d.]+)\)", line)
+    if m:
+        plans.setdefault(m.group(1), []).append(tuple(map(float, m.groups()[1:])))
+try:
+    r = json.load(open(sys.argv[2]))
+    head = f"new shape +{r.get('new_shape_ms_per_image', 0):.2f} ms/image, first pass {r.get('first_pass_ms', 0):.0f} ms"
+except Exception as e:
+    head = f"no result ({e})"
+print(f"plans {sys.argv[3]}, one image at a time: {head}")
+for name, v in plans.items():
+    med = lambda i: statistics.median(x[i] for x in v)
+    print(f"  {name}: {len(v)} plans, median {med(0):.2f} ms (passes {med(1):.2f}, prepare {med(2):.2f}), "
+          f"max {max(x[0] for x in v):.2f}, sum {sum(x[0] for x in v):.0f} ms")
+PY
+    grep -E "WARN|ERROR" "$W/plans.$be.log" | sort | uniq -c | sort -rn | head -5 | cut -c1-200 | tee -a "$S"
   done
 fi
 
