@@ -301,6 +301,18 @@ Result<std::unique_ptr<Plan>> PlanBuilder::build() {
     metrics::inc("steadyocr_cuda_prepare_ms_total", {{"phase", "fuse"}}, fuse_ms);
     metrics::inc("steadyocr_cuda_prepare_ms_total", {{"phase", "place"}}, sw.elapsed_ms());
     for (const auto& [op, ms] : op_ms_) metrics::inc("steadyocr_cuda_build_ms_total", {{"op", op}}, ms);
+    if (log::level() <= log::Level::kDebug) {  // where a new shape's plan went (the three costliest ops)
+      std::vector<std::pair<double, std::string>> ops;
+      for (const auto& [op, ms] : op_ms_) ops.emplace_back(ms, op);
+      std::sort(ops.rbegin(), ops.rend());
+      std::string top;
+      for (size_t i = 0; i < std::min<size_t>(3, ops.size()); ++i) {
+        top += fmt::format("{}{} {:.2f}", i ? ", " : "", ops[i].second, ops[i].first);
+      }
+      log::debug("cuda", "plan of {} for {}: build {:.2f} ms ({}), fuse {:.2f}, place {:.2f}; {} steps", graph_.name(),
+                 graph_.inputs().empty() ? "?" : shape_str(graph_.inputs()[0]->shape), build_ms, top, fuse_ms,
+                 sw.elapsed_ms(), plan_->steps.size());
+    }
   }
   return std::move(plan_);
 }
