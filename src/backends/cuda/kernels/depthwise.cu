@@ -56,25 +56,14 @@ __global__ void depthwise_kernel(const __grid_constant__ DepthwiseParams p, I to
 // fused multiply-adds from shared memory, in the order of depthwise_kernel (rows, then columns; a tap outside the
 // picture adds 0), so the values are the same. The epilogue's operands are read once per block (a block has one
 // channel), before the tile's loads, and its program runs once per instruction over the thread's rows
-// (apply_channel_epilogue_n on 1, 2 or 4 values). The one-thread-per-output kernel re-read every tap and the filter
-// from global memory with bounds checks and three divisions per output: 0.28 ms for a [48,240,12,80] 5x5 layer on the
-// H100 in fp32 and fp16 alike (docs/BENCHMARKS.md).
+// (apply_channel_epilogue_n on kRows values: 1, 2 or 4). The one-thread-per-output kernel re-read every tap and the
+// filter from global memory with bounds checks and three divisions per output: 0.28 ms for a [48,240,12,80] 5x5 layer
+// on the H100 in fp32 and fp16 alike (docs/BENCHMARKS.md).
 constexpr int kTileCols = 32, kRowGroups = 4, kTileThreads = kTileCols * kRowGroups, kMaxRows = 4;
 constexpr int kMaxTileStride = 2;
 
-// apply_channel_epilogue_n on the first kN of a thread's kMaxRows values (the others are left as they are).
-template <int kN>
-__device__ __forceinline__ void epilogue_first(const DwEpilogue& e, const float* operand, const float (&raw)[kMaxRows],
-                                               float (&v)[kMaxRows]) {
-  float in[kN], out[kN];
-#pragma unroll
-  for (int r = 0; r < kN; ++r) in[r] = raw[r];
-  apply_channel_epilogue_n(e, operand, in, out);
-#pragma unroll
-  for (int r = 0; r < kN; ++r) v[r] = out[r];
-}
-
-template <typename T, typename I, int KH, int KW, bool kFused>
+// kRows: the rows a thread can hold (1, 2 or kMaxRows), `rows` (at most kRows) those it has for this layer.
+template <typename T, typename I, int KH, int KW, bool kFused, int kRows>
 __global__ void __launch_bounds__(kTileThreads)
     depthwise_tiled_kernel(const __grid_constant__ DepthwiseParams p, int rows, int tiles_x, int tiles_y) {
   extern __shared__ float tile[];
@@ -113,10 +102,10 @@ __global__ void __launch_bounds__(kTileThreads)
   const int ox = ox0 + tx;
   if (ox >= p.ow) return;
   const I out_plane = plane * static_cast<I>(p.oh) * static_cast<I>(p.ow);
-  // The thread's rows (up to kMaxRows, in registers), then the epilogue on all of them at once, then the stores.
-  float raw[kMaxRows];
+  // The thread's rows (up to kRows, in registers), then the epilogue on all of them at once, then the stores.
+  float raw[kRows];
 #pragma unroll
-  for (int r = 0; r < kMaxRows; ++r) {
+  for (int r = 0; r < kRows; ++r) {
     const int ly = group * rows + r;
     float acc = 0.f;
     if (r < rows && oy0 + ly < p.oh) {
@@ -129,20 +118,10 @@ __global__ void __launch_bounds__(kTileThreads)
     }
     raw[r] = to_f(from_f<T>(acc));  // the raw sum as the separate epilogue would have read it back
   }
-  float v[kMaxRows];
-  if constexpr (kFused) {
-    // The program over the thread's rows only: a plane of 1-2 rows per thread (the recogniser's last layers) would
-    // otherwise pay for four.
-    if (rows == 1) {
-      epilogue_first<1>(p.epi, operand, raw, v);
-    } else if (rows == 2) {
-      epilogue_first<2>(p.epi, operand, raw, v);
-    } else {
-      epilogue_first<kMaxRows>(p.epi, operand, raw, v);
-    }
-  }
+  float v[kRows];
+  if constexpr (kFused) apply_channel_epilogue_n(p.epi, operand, raw, v);
 #pragma unroll
-  for (int r = 0; r < kMaxRows; ++r) {
+  for (int r = 0; r < kRows; ++r) {
     const int oy = oy0 + group * rows + r;
     if (r >= rows || oy >= p.oh) break;
     const I i = out_plane + static_cast<I>(oy) * static_cast<I>(p.ow) + static_cast<I>(ox);
@@ -167,8 +146,18 @@ bool launch_tiled(const DepthwiseParams& p, bool narrow, cudaStream_t stream) {
   const size_t shared =
       sizeof(float) * static_cast<size_t>((kRowGroups * rows - 1) * p.sh + KH) * ((kTileCols - 1) * p.sw + KW);
   dispatch_conv_kernel(p.dt, narrow, p.epi.n_instrs > 0, [&](auto t, auto i, auto fused) {
-    depthwise_tiled_kernel<decltype(t), decltype(i), KH, KW, fused.value>
-        <<<static_cast<unsigned>(blocks), kTileThreads, shared, stream>>>(p, rows, tiles_x, tiles_y);
+    auto launch = [&](auto capacity) {
+      depthwise_tiled_kernel<decltype(t), decltype(i), KH, KW, fused.value, capacity.value>
+          <<<static_cast<unsigned>(blocks), kTileThreads, shared, stream>>>(p, rows, tiles_x, tiles_y);
+    };
+    // With an epilogue, a thread holds only the rows it has: its program runs over every value it holds, and the
+    // recogniser's last layers (one or two rows per thread) would pay for four (a runtime choice among three copies
+    // of the program cost the four-row layers 0.2-0.7 us per launch instead: docs/BENCHMARKS.md).
+    if constexpr (fused.value) {
+      if (rows == 1) return launch(std::integral_constant<int, 1>{});
+      if (rows == 2) return launch(std::integral_constant<int, 2>{});
+    }
+    launch(std::integral_constant<int, kMaxRows>{});
   });
   return true;
 }
