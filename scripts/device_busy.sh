@@ -11,6 +11,8 @@
 #   kernels: bench/depthwise_bench and bench/pointwise_bench (bin/so_KERNEL_bench), and those built before the change
 #      where the bundle has files/base_KERNEL_bench, and variants of a change as files/NAME_KERNEL_bench.
 #   plans: one image at a time with debug logs, what each new shape's plan cost (passes, prepare).
+#   ncu: Nsight Compute (on the device machine) on the first launches of the pointwise kernel, cuBLAS's GEMM and the
+#      depthwise kernel in the benches the bundle has.
 #   tests: the CUDA tests of bin/test_backends. lines: cold `ocr` of synth-dev and sroie-dev with the base plugin and
 #      the bundle's, on cuda-fp16 and cuda-fp32, compared line by line.
 # Bundle: scripts/slim_bundle.py .devbundle build/steadyocr build/libsteadyocr_cuda13.so build/libso_cupti_trace.so \
@@ -78,6 +80,23 @@ if want kernels; then
       echo "== $kernel kernels, $v: exit $?" | tee -a "$S"
       cut -c1-150 "$W/kernels.$kernel.$v.txt" | tee -a "$S"
     done
+  done
+fi
+
+if want ncu; then  # Nsight Compute on the benches' first launches: where a kernel's time goes (stalls, occupancy)
+  ncu=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
+  sections="--section SpeedOfLight --section WarpStateStats --section Occupancy --section MemoryWorkloadAnalysis
+    --section LaunchStats --section SchedulerStats"
+  for spec in "pointwise pointwise_async" "pointwise gemm|Kernel2|xmma" "depthwise depthwise_tiled"; do
+    kernel=${spec%% *} name=${spec#* }
+    [ -x "$B/bin/so_${kernel}_bench" ] && [ -x "$ncu" ] || continue
+    out="$W/ncu.$kernel.$(echo "$name" | tr -c 'a-z_\n' '_').txt"
+    # shellcheck disable=SC2086
+    (cd "$B" && timeout 150 "$ncu" $sections -k "regex:$name" -c 2 ./env.sh "bin/so_${kernel}_bench" --iters 2) \
+      >"$out" 2>&1
+    echo "== ncu $kernel ($name): exit $?" | tee -a "$S"
+    grep -E "^  [a-zA-Z_].*\(|Duration|Throughput|Warp Cycles Per Issued|Achieved Occupancy|Eligible Warps|L2 Hit" \
+      "$out" | cut -c1-160 | tee -a "$S"
   done
 fi
 
