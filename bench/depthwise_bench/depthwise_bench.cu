@@ -14,6 +14,7 @@
 // The kernel's own translation unit, as the plugin builds it.
 #include "../kernel_timing.cuh"
 #include "backends/cuda/kernels/depthwise.cu"
+#include "core/content_hash.h"
 
 namespace {
 
@@ -34,13 +35,6 @@ const Case kCases[] = {
     {"det 3x3 s1 48@120x92", 1, 48, 120, 92, 3, 1}, {"det 3x3 s2 96@240x184", 1, 96, 240, 184, 3, 2},
     {"det 5x5 s1 192@30x23", 1, 192, 30, 23, 5, 1},
 };
-
-uint64_t fnv1a(const void* data, size_t bytes) {
-  uint64_t h = 1469598103934665603ull;
-  const auto* p = static_cast<const unsigned char*>(data);
-  for (size_t i = 0; i < bytes; ++i) h = (h ^ p[i]) * 1099511628211ull;
-  return h;
-}
 
 }  // namespace
 
@@ -107,7 +101,7 @@ int main(int argc, char** argv) {
       CHECK_CUDA(cudaDeviceSynchronize());
       CHECK_CUDA(cudaMemcpy(out.data(), y, ny * 2, cudaMemcpyDeviceToHost));
       std::printf("  %-20s %7.2f / %7.2f / %7.2f us  hash %016llx\n", fused ? "bias + hard-swish" : "no epilogue",
-                  eager, one, four, static_cast<unsigned long long>(fnv1a(out.data(), ny * 2)));
+                  eager, one, four, static_cast<unsigned long long>(steadyocr::hash_bytes(out.data(), ny * 2)));
     }
     CHECK_CUDA(cudaFree(x));
     CHECK_CUDA(cudaFree(w));
