@@ -55,10 +55,10 @@ __global__ void depthwise_kernel(const __grid_constant__ DepthwiseParams p, I to
 // memory as floats (zeros outside the picture) and the filter once into registers; each output then takes KH x KW
 // fused multiply-adds from shared memory, in the order of depthwise_kernel (rows, then columns; a tap outside the
 // picture adds 0), so the values are the same. The epilogue's operands are read once per block (a block has one
-// channel), before the tile's loads, and its program runs once per instruction over the thread's rows
-// (apply_channel_epilogue_n on kRows values: 1, 2 or 4). The one-thread-per-output kernel re-read every tap and the
-// filter from global memory with bounds checks and three divisions per output: 0.28 ms for a [48,240,12,80] 5x5 layer
-// on the H100 in fp32 and fp16 alike (docs/BENCHMARKS.md).
+// channel) and its program runs once per instruction over the thread's rows (apply_channel_epilogue_n on kRows
+// values: 1, 2 or 4). The one-thread-per-output kernel re-read every tap and the filter from global memory with
+// bounds checks and three divisions per output: 0.28 ms for a [48,240,12,80] 5x5 layer on the H100 in fp32 and fp16
+// alike (docs/BENCHMARKS.md).
 constexpr int kTileCols = 32, kRowGroups = 4, kTileThreads = kTileCols * kRowGroups, kMaxRows = 4;
 constexpr int kMaxTileStride = 2;
 
@@ -76,26 +76,21 @@ __global__ void __launch_bounds__(kTileThreads)
   const int in_rows = (out_rows - 1) * p.sh + KH, in_cols = (kTileCols - 1) * p.sw + KW;
   const int iy0 = oy0 * p.sh - p.pad_t, ix0 = ox0 * p.sw - p.pad_l;
   const T* src = static_cast<const T*>(p.x) + plane * static_cast<I>(p.h) * static_cast<I>(p.w_in);
-  const int c = static_cast<int>(plane % static_cast<I>(p.c));
-  // The epilogue's operands for this block's channel, read before the tile so that their latency overlaps its loads.
-  __shared__ float operand[kEwMaxInstrs];
-  float my_operand = 0.f;
-  if constexpr (kFused) {
-    if (static_cast<int>(threadIdx.x) < p.epi.n_instrs) {
-      my_operand = channel_operand(p.epi, static_cast<int>(threadIdx.x), c);
-    }
-  }
   for (int k = threadIdx.x; k < in_rows * in_cols; k += kTileThreads) {
     const int r = k / in_cols, col = k - r * in_cols;
     const int iy = iy0 + r, ix = ix0 + col;
     tile[k] = iy >= 0 && iy < p.h && ix >= 0 && ix < p.w_in ? to_f(src[static_cast<I>(iy) * p.w_in + ix]) : 0.f;
   }
+  const int c = static_cast<int>(plane % static_cast<I>(p.c));
   const T* wp = static_cast<const T*>(p.w) + c * (KH * KW);
   float f[KH * KW];
 #pragma unroll
   for (int k = 0; k < KH * KW; ++k) f[k] = to_f(wp[k]);
+  __shared__ float operand[kEwMaxInstrs];  // the epilogue's operands for this block's channel
   if constexpr (kFused) {
-    if (static_cast<int>(threadIdx.x) < p.epi.n_instrs) operand[threadIdx.x] = my_operand;
+    if (static_cast<int>(threadIdx.x) < p.epi.n_instrs) {
+      operand[threadIdx.x] = channel_operand(p.epi, static_cast<int>(threadIdx.x), c);
+    }
   }
   __syncthreads();
   const int tx = static_cast<int>(threadIdx.x) % kTileCols, group = static_cast<int>(threadIdx.x) / kTileCols;
