@@ -10,6 +10,7 @@
 #      last 2 s any kernel ran, how many ran at once, kernels and runtime calls by time, each kernel's mean grid.
 #   kernels: bench/depthwise_bench and bench/pointwise_bench (bin/so_KERNEL_bench), and those built before the change
 #      where the bundle has files/base_KERNEL_bench, and variants of a change as files/NAME_KERNEL_bench.
+#   VARIANTS may name basebin: files/base_steadyocr (the steadyocr binary before a change) with the bundle's plugin.
 #   plans: one image at a time with debug logs, what each new shape's plan cost (passes, prepare).
 #   ncu: Nsight Compute (on the device machine) on the first launches of the pointwise kernel, cuBLAS's GEMM and the
 #      depthwise kernel in the benches the bundle has.
@@ -53,7 +54,7 @@ one() {  # tag set conc [env...] [-- flags...]
   local envs=() flags=()
   while [ $# -gt 0 ] && [ "$1" != -- ]; do envs+=("$1"); shift; done
   [ "${1:-}" = -- ] && shift && flags=("$@")
-  env "${envs[@]}" STEADYOCR_WORKER_CONCURRENCY="$conc" timeout -k 5 150 $SO bench "$set" --models "$F/models" \
+  env "${envs[@]}" STEADYOCR_WORKER_CONCURRENCY="$conc" timeout -k 5 150 ${RUN_SO:-$SO} bench "$set" --models "$F/models" \
     --backend cuda-fp16 --require-gpu --warmup 1 --repeat "$REPEAT" --json "${flags[@]}" >"$W/$tag.json" 2>"$W/$tag.log"
   python3 - "$W/$tag.json" "$tag" <<'PY' | tee -a "$S"
 import json, sys
@@ -65,6 +66,8 @@ st = r["stage_ms"]["total"]
 print(f"{sys.argv[2]}: {r['images']} images, {r['images_per_s']:.1f} images/s (best {r['images_per_s_best']:.1f}), "
       f"host CPU {r.get('host_cpu_cores', 0):.1f} cores, p50 {st['median']:.1f} p99 {st['p99']:.1f} ms, "
       f"first pass +{r.get('new_shape_ms_per_image', 0):.1f} ms/image")
+med = {k: v["median"] for k, v in r["stage_ms"].items() if isinstance(v, dict) and "median" in v and k != "total"}
+print("  stage medians, ms: " + ", ".join(f"{k} {v:.2f}" for k, v in med.items()))
 PY
 }
 
@@ -132,7 +135,9 @@ if want ab; then
     order=$variants
     [ $((round % 2)) = 0 ] && order=$(echo $variants | tr ' ' '\n' | tac | tr '\n' ' ')
     for v in $order; do
+      RUN_SO=
       case $v in
+        basebin) e=(STEADYOCR_CUDA_PLUGIN="$NEW") RUN_SO="$B/env.sh $F/base_steadyocr" ;;  # the steadyocr before
         base) e=(STEADYOCR_CUDA_PLUGIN="$F/base_cuda13.so") ;;
         new) e=(STEADYOCR_CUDA_PLUGIN="$NEW") ;;
         nographs) e=(STEADYOCR_CUDA_PLUGIN="$NEW" STEADYOCR_CUDA_GRAPHS=0) ;;

@@ -35,6 +35,12 @@ cv::Mat turn_if_tall(cv::Mat out) {
 
 }  // namespace
 
+double crop_cost(const cv::Mat& image, const Quad& q) {
+  const double pixels = static_cast<double>(std::max(dist(q[0], q[1]), dist(q[2], q[3]))) *
+                        static_cast<double>(std::max(dist(q[0], q[3]), dist(q[1], q[2])));
+  return whole_pixel_rectangle(image, q) ? pixels : 30 * pixels;
+}
+
 cv::Mat warp_text_region(const cv::Mat& image, const Quad& q) {
   int w = static_cast<int>(std::max(dist(q[0], q[1]), dist(q[2], q[3])));
   int h = static_cast<int>(std::max(dist(q[0], q[3]), dist(q[1], q[2])));

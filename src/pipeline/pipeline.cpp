@@ -1,8 +1,11 @@
 #include "pipeline/pipeline.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <future>
 #include <map>
+#include <utility>
+#include <vector>
 
 #include "core/log.h"
 #include "core/parallel.h"
@@ -258,9 +261,15 @@ void Pipeline::post_process(Work& w) const {
   w.prob = Tensor();
   if (w.opts.mode == OcrMode::kFull) {
     w.crops.resize(w.boxes.size());
-    // Runs inline when pictures are already processed in parallel (nested regions are serial).
-    parallel_for(static_cast<int64_t>(w.boxes.size()), [&](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i) w.crops[i] = crop_text_region(img, w.boxes[i].quad);
+    // The dearest crops first, taken one at a time by the threads (a page's few warps cost 30 times its copies: in
+    // equal chunks of box order, one thread got several). Runs inline when pictures are already processed in parallel
+    // (nested regions are serial).
+    std::vector<std::pair<double, size_t>> by_cost(w.boxes.size());
+    for (size_t i = 0; i < w.boxes.size(); ++i) by_cost[i] = {-crop_cost(img, w.boxes[i].quad), i};
+    std::sort(by_cost.begin(), by_cost.end());
+    parallel_for_each(static_cast<int64_t>(by_cost.size()), [&](int64_t j) {
+      const size_t i = by_cost[static_cast<size_t>(j)].second;
+      w.crops[i] = crop_text_region(img, w.boxes[i].quad);
     });
   }
   w.result.timings.post = sw.elapsed_ms();

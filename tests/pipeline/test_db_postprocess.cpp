@@ -3,6 +3,7 @@
 
 #include <opencv2/imgproc.hpp>
 
+#include "core/parallel.h"
 #include "pipeline/db_postprocess.h"
 
 namespace steadyocr::pipeline {
@@ -163,6 +164,38 @@ TEST(DbPostprocess, MaxCandidatesBoundsTheWork) {
   o.max_candidates = 4;
   EXPECT_EQ(run(make_map(320, 200, blobs), 320, 200, o).size(), 4u);
   EXPECT_EQ(run(make_map(320, 200, blobs), 320, 200).size(), 10u);
+}
+
+TEST(DbPostprocess, CandidatesMadeInParallelAreTheSerialLoopsInItsOrder) {
+  // 84 blobs of different sizes, some tilted, some too weak or too thin: threads take them in any order.
+  cv::Mat map(420, 640, CV_32F, cv::Scalar(0.02f));
+  cv::RNG rng(5);
+  for (int i = 0; i < 84; ++i) {
+    const int r = i / 7, c = i % 7;
+    const cv::Point2f centre(45.f + 90.f * c, 18.f + 34.f * r);
+    const cv::Size2f size(static_cast<float>(rng.uniform(4, 80)), static_cast<float>(rng.uniform(2, 22)));
+    const cv::RotatedRect rect(centre, size, static_cast<float>(rng.uniform(-12, 12)));
+    cv::Point2f p[4];
+    rect.points(p);
+    std::vector<cv::Point> poly(p, p + 4);
+    cv::fillConvexPoly(map, poly, cv::Scalar(i % 9 == 0 ? 0.45f : 0.95f));
+  }
+  const int before = num_threads();
+  set_num_threads(4);
+  const std::vector<DetBox> parallel = run(map, 840, 1280);
+  std::vector<DetBox> serial;
+  {
+    SerialScope one_thread;
+    serial = run(map, 840, 1280);
+  }
+  set_num_threads(before);
+  ASSERT_GT(serial.size(), 40u);
+  ASSERT_LT(serial.size(), 84u);  // the weak and the thin ones dropped
+  ASSERT_EQ(parallel.size(), serial.size());
+  for (size_t i = 0; i < serial.size(); ++i) {
+    EXPECT_EQ(parallel[i].score, serial[i].score) << "box " << i;
+    for (int k = 0; k < 4; ++k) EXPECT_EQ(parallel[i].quad[k], serial[i].quad[k]) << "box " << i << " corner " << k;
+  }
 }
 
 }  // namespace

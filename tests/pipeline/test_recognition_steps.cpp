@@ -133,6 +133,17 @@ TEST(Crop, UprightWholePixelRectanglesAreTheWarpsPixels) {
   }
 }
 
+TEST(Crop, CostRanksWarpsAboveCopiesAndFollowsTheSize) {
+  cv::Mat img(200, 300, CV_8UC3, cv::Scalar(0, 0, 0));
+  const Quad copy = {cv::Point2f(10, 10), cv::Point2f(110, 10), cv::Point2f(110, 30), cv::Point2f(10, 30)};
+  const Quad warp = {cv::Point2f(10, 10), cv::Point2f(110, 12), cv::Point2f(110, 32), cv::Point2f(10, 30)};
+  const Quad big_copy = {cv::Point2f(10, 10), cv::Point2f(290, 10), cv::Point2f(290, 40), cv::Point2f(10, 40)};
+  EXPECT_DOUBLE_EQ(crop_cost(img, copy), 100.0 * 20.0);
+  EXPECT_GT(crop_cost(img, warp), 20 * crop_cost(img, copy));
+  EXPECT_GT(crop_cost(img, big_copy), crop_cost(img, copy));
+  EXPECT_LT(crop_cost(img, big_copy), crop_cost(img, warp));
+}
+
 TEST(Crop, TallCropsTurnCounterClockwise) {
   cv::Mat img(200, 100, CV_8UC3, cv::Scalar(255, 255, 255));
   img(cv::Rect(10, 10, 30, 40)).setTo(cv::Scalar(0, 0, 0));  // dark at the top of a 30 x 150 column
