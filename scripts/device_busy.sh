@@ -10,7 +10,8 @@
 #      last 2 s any kernel ran, how many ran at once, kernels and runtime calls by time, each kernel's mean grid.
 #   kernels: bench/depthwise_bench and bench/pointwise_bench (bin/so_KERNEL_bench), and those built before the change
 #      where the bundle has files/base_KERNEL_bench, and variants of a change as files/NAME_KERNEL_bench.
-#   VARIANTS may name basebin: files/base_steadyocr (the steadyocr binary before a change) with the bundle's plugin.
+#   VARIANTS may name basebin: files/base_steadyocr (the steadyocr binary before a change) with the bundle's plugin;
+#   any NAME with files/NAME_steadyocr in the bundle runs that binary with the bundle's plugin.
 #   plans: one image at a time with debug logs, what each new shape's plan cost (passes, prepare).
 #   ncu: Nsight Compute (on the device machine) on the first launches of the pointwise kernel, cuBLAS's GEMM and the
 #      depthwise kernel in the benches the bundle has.
@@ -141,7 +142,13 @@ if want ab; then
         base) e=(STEADYOCR_CUDA_PLUGIN="$F/base_cuda13.so") ;;
         new) e=(STEADYOCR_CUDA_PLUGIN="$NEW") ;;
         nographs) e=(STEADYOCR_CUDA_PLUGIN="$NEW" STEADYOCR_CUDA_GRAPHS=0) ;;
-        *) e=(STEADYOCR_CUDA_PLUGIN="$F/${v}_cuda13.so") ;;  # another plugin in the bundle, files/NAME_cuda13.so
+        *)
+          if [ -e "$F/${v}_steadyocr" ]; then  # another steadyocr binary in the bundle, with the bundle's plugin
+            e=(STEADYOCR_CUDA_PLUGIN="$NEW") RUN_SO="$B/env.sh $F/${v}_steadyocr"
+          else  # another plugin in the bundle, files/NAME_cuda13.so
+            e=(STEADYOCR_CUDA_PLUGIN="$F/${v}_cuda13.so")
+          fi
+          ;;
       esac
       if [[ " $SETS " == *" synth "* ]]; then
         one "r$round.$v.c$CONC" "$W/synth4" "$CONC" "${e[@]}"

@@ -74,8 +74,8 @@ void add_engine_flags(CLI::App* app, EngineArgs* args) {
                 "GPU backends: an image's recognition calls one after another, instead of all at once on the "
                 "device's streams (same results; for comparison)");
   app->add_flag("--host-normalize", args->host_normalize,
-                "GPU backends: normalise the detector's input on the host and send floats, instead of the picture's "
-                "bytes normalised on the device (same results; for comparison)");
+                "GPU backends: normalise the detector's and the recogniser's inputs on the host and send floats, "
+                "instead of the pictures' bytes normalised on the device (same results; for comparison)");
   app->add_flag("--per-shape-plans", args->per_shape_plans,
                 "Plan every new input shape (oneDNN primitives per shape on the cpu backend) instead of one plan for "
                 "every shape where the backend makes one (same results; for comparison)");
@@ -187,6 +187,7 @@ Result<EngineOptions> engine_options_from(const EngineArgs& a) {
   opts.rec_top1 = !a.host_ctc;
   opts.rec_concurrent_calls = !a.rec_serial_calls;
   opts.det_device_normalize = !a.host_normalize;
+  opts.rec_device_normalize = !a.host_normalize;
   opts.symbolic_plans = !a.per_shape_plans;
   opts.db.thresh = a.det_thresh;
   opts.db.box_thresh = a.det_box_thresh;

@@ -4,6 +4,7 @@
 #include <opencv2/imgproc.hpp>
 #include <optional>
 #include <random>
+#include <tuple>
 
 #include "backends/reference/reference_backend.h"
 #include "core/compare.h"
@@ -13,6 +14,7 @@
 #include "engine/reference_cache.h"
 #include "engine/rung.h"
 #include "pipeline/det_preprocess.h"
+#include "pipeline/recognizer.h"
 #include "runtime/backend_registry.h"
 #include "runtime/cuda_plugin.h"
 #include "runtime/vulkan_plugin.h"
@@ -38,6 +40,31 @@ Tensor det_self_test_input(pipeline::DetTensor kind = pipeline::DetTensor::kNorm
   return pipeline::det_preprocess(page, 320, 0, kind).tensor;
 }
 
+// A recogniser that takes bytes (pipeline::RecOptions::bytes): random rows of u8 [N, H, W, 4] for the f32 [N, 3, H, W]
+// `shape`, each row's crop a different width (mask 255) and zeros after it (mask 0), and the floats they stand for
+// (pipeline::rec_normalize_table(), 0 on the padding), which the reference reads.
+std::pair<Tensor, Tensor> rec_bytes_self_test_input(const Shape& shape, uint32_t seed) {
+  const int64_t n = shape[0], h = shape[2], w = shape[3];
+  Tensor bytes = Tensor::empty(DType::kU8, {n, h, w, 4}), floats = Tensor::empty(DType::kF32, shape);
+  const Tensor table = pipeline::rec_normalize_table();
+  std::mt19937 rng(seed);
+  for (int64_t b = 0; b < n; ++b) {
+    const int64_t crop_w = std::max<int64_t>(1, w - b * w / (2 * n));
+    for (int64_t y = 0; y < h; ++y) {
+      for (int64_t x = 0; x < w; ++x) {
+        uint8_t* px = bytes.data<uint8_t>() + ((b * h + y) * w + x) * 4;
+        const bool on = x < crop_w;
+        for (int c = 0; c < 3; ++c) {
+          px[c] = on ? static_cast<uint8_t>(rng() & 0xff) : 0;
+          floats.data<float>()[((b * 3 + c) * h + y) * w + x] = on ? table.data<float>()[c * 256 + px[c]] : 0.f;
+        }
+        px[3] = on ? 255 : 0;
+      }
+    }
+  }
+  return {std::move(bytes), std::move(floats)};
+}
+
 // The self-test's failure: the finding names the doctor's level that finds the kernel at fault.
 Status self_test_mismatch(const std::string& msg) {
   return Status(StatusCode::kDeviceError, msg,
@@ -61,9 +88,16 @@ Status judge_self_test(const std::string& stage, const runtime::Model& model, co
 Status self_test_model(const std::string& stage, runtime::Model& model, const Shape& shape, double tolerance,
                        ReferenceCache& cache, std::string* summary) {
   Tensor x = stage == "det" ? det_self_test_input() : self_test_input(shape, 20261130);
-  // A detector that takes bytes gets the same page as bytes; the reference reads the host's floats of it.
-  const bool bytes = stage == "det" && model.options().image_lut.defined();
-  ASSIGN_OR_RETURN(Tensor got, model.run(bytes ? det_self_test_input(pipeline::DetTensor::kBytes) : x));
+  // A model that takes bytes gets them (the detector: the same page; the recogniser: random rows and padding); the
+  // reference reads the host's floats of them.
+  const bool bytes = model.options().image_lut.defined();
+  Tensor run_input = x;
+  if (bytes && stage == "det") {
+    run_input = det_self_test_input(pipeline::DetTensor::kBytes);
+  } else if (bytes) {
+    std::tie(run_input, x) = rec_bytes_self_test_input(shape, 20261130);
+  }
+  ASSIGN_OR_RETURN(Tensor got, model.run(run_input));
   if (std::optional<Tensor> kept = cache.find(model.graph().source_digest(), stage, x)) {
     std::string attempt;
     if (judge_self_test(stage, model, x, got, *kept, tolerance, bytes, ", reference kept", &attempt).is_ok()) {

@@ -54,6 +54,8 @@ enum class OpKind : uint8_t {
   // steadyocr's own, no ONNX op: in x u8 [N, H, W, C] (a picture as decoded, channels last), lut f32 [C, 256];
   // y f32 [N, C, H, W] = lut[c][x[n, h, w, c]]. Prepended to the detector by the runtime (ModelOptions::image_lut) so
   // that a picture crosses to the device as bytes and is normalised there, with the host's own table (the same floats).
+  // A masked picture has one channel more than the table, x u8 [N, H, W, C + 1]: where its last byte is 0 every value
+  // of that pixel is 0 (the recogniser's zero padding, which no byte's table value is).
   kImageLut,
   kIdentity,
   kCount

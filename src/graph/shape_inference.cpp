@@ -747,8 +747,10 @@ Status infer_node(Node& node, SymbolTable* symbols) {
         const Value* lut = node.input(1);
         if (x->dtype != DType::kU8 || x->shape.size() != 4) return fail(node, "needs a u8 [N, H, W, C] picture");
         if (lut->dtype != DType::kF32 || lut->shape.size() != 2 || lut->shape[1] != 256 ||
-            (x->shape[3] >= 0 && lut->shape[0] != x->shape[3])) {
-          return fail(node, "needs an f32 [C, 256] table, one row per channel of the picture");
+            (x->shape[3] >= 0 && lut->shape[0] != x->shape[3] && lut->shape[0] + 1 != x->shape[3])) {
+          return fail(node,
+                      "needs an f32 [C, 256] table, one row per channel of the picture (C + 1 channels: the last a "
+                      "mask)");
         }
         set_out(node, {x->shape[0], lut->shape[0], x->shape[1], x->shape[2]}, DType::kF32);
         return Status::ok();

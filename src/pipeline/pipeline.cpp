@@ -109,6 +109,11 @@ Result<std::unique_ptr<Pipeline>> Pipeline::load(const ModelPaths& paths, std::s
     runtime::ModelOptions rec_options = model_options;
     // On a device only each step's top-1 pair comes back (6625 classes stay there) where the backend runs Top1.
     rec_options.top1_output = device && opts.rec_top1;
+    // And each row's bytes cross with a mask for its zero padding, normalised there (ImageLut), where it runs.
+    if (device && opts.rec_device_normalize) {
+      rec_options.image_lut = rec_normalize_table();
+      rec_options.image_lut_masked = true;
+    }
     rec_load = std::async(std::launch::async, [=] { return load_model("rec", paths.rec, backend, rec_options); });
   }
   if (want_cls) {
@@ -140,6 +145,7 @@ Result<std::unique_ptr<Pipeline>> Pipeline::load(const ModelPaths& paths, std::s
     ASSIGN_OR_RETURN(dict, Dictionary::load(paths.dict));
     ASSIGN_OR_RETURN(std::unique_ptr<runtime::Model> m, rec_load.get());
     opts.rec.top1 = m->options().top1_output;
+    opts.rec.bytes = m->options().image_lut.defined();
     const graph::Value* out = m->graph().outputs()[0];
     if (opts.rec.top1 && out->producer) out = out->producer->input(0);  // the class probabilities Top1 reads
     int64_t classes = static_dim({const_cast<graph::Value*>(out)}, -1);

@@ -73,6 +73,9 @@ struct PipelineOptions {
   // (the same floats) where the backend runs ImageLut and --det-bucket is 0; false: the host normalises
   // (--host-normalize, to compare).
   bool det_device_normalize = true;
+  // kDevice: the recogniser takes each row's bytes with a mask for the padding and normalises them on the backend
+  // (RecOptions::bytes) where the backend runs ImageLut; false: the host normalises (--host-normalize, to compare).
+  bool rec_device_normalize = true;
   // One plan for every input shape where the backend makes one (the cpu backend: runtime::ModelOptions::
   // symbolic_plans); false: every new shape is planned (--per-shape-plans, to compare).
   bool symbolic_plans = true;

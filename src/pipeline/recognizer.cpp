@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstring>
 #include <numeric>
 
 #include "core/parallel.h"
@@ -12,36 +13,97 @@
 
 namespace steadyocr::pipeline {
 
-void rec_normalize(const cv::Mat& crop, int height, int width, float* dst, RecInterp interp) {
-  const size_t plane = static_cast<size_t>(height) * width;
-  double want = std::ceil(static_cast<double>(height * crop.cols) / static_cast<double>(crop.rows));
-  int resized_w = want > width ? width : static_cast<int>(want);
-  if (resized_w <= 0) {
-    std::fill(dst, dst + 3 * plane, 0.f);
-    return;
-  }
-  cv::Mat resized;
-  const int cv_interp = interp == RecInterp::kLanczos ? cv::INTER_LANCZOS4
-                        : interp == RecInterp::kCubic ? cv::INTER_CUBIC
-                                                      : cv::INTER_LINEAR;
-  cv::resize(crop, resized, cv::Size(resized_w, height), 0, 0, cv_interp);
-  // The 256 normalised values, by the expression the loop used per pixel ((v / 255 - 0.5) / 0.5: the same floats).
+namespace {
+
+// The 256 normalised values, by the expression the loop used per pixel ((v / 255 - 0.5) / 0.5: the same floats).
+const std::array<float, 256>& normalize_lut() {
   static const auto kLut = [] {
     std::array<float, 256> t{};
     for (int v = 0; v < 256; ++v) t[v] = (static_cast<float>(v) / 255.0f - 0.5f) / 0.5f;
     return t;
   }();
+  return kLut;
+}
+
+// The crop resized to `height` rows keeping its aspect ratio (ceil), capped at `width`; empty when nothing is left.
+cv::Mat rec_resize(const cv::Mat& crop, int height, int width, RecInterp interp) {
+  double want = std::ceil(static_cast<double>(height * crop.cols) / static_cast<double>(crop.rows));
+  int resized_w = want > width ? width : static_cast<int>(want);
+  if (resized_w <= 0) return {};
+  cv::Mat resized;
+  const int cv_interp = interp == RecInterp::kLanczos ? cv::INTER_LANCZOS4
+                        : interp == RecInterp::kCubic ? cv::INTER_CUBIC
+                                                      : cv::INTER_LINEAR;
+  cv::resize(crop, resized, cv::Size(resized_w, height), 0, 0, cv_interp);
+  return resized;
+}
+
+}  // namespace
+
+void rec_normalize(const cv::Mat& crop, int height, int width, float* dst, RecInterp interp) {
+  const size_t plane = static_cast<size_t>(height) * width;
+  const cv::Mat resized = rec_resize(crop, height, width, interp);
+  if (resized.empty()) {
+    std::fill(dst, dst + 3 * plane, 0.f);
+    return;
+  }
+  const int resized_w = resized.cols;
+  const std::array<float, 256>& lut = normalize_lut();
   for (int y = 0; y < height; ++y) {
     const uint8_t* row = resized.ptr<uint8_t>(y);
     float* d0 = dst + static_cast<size_t>(y) * width;
     float* d1 = d0 + plane;
     float* d2 = d1 + plane;
     for (int x = 0; x < resized_w; ++x) {
-      d0[x] = kLut[row[3 * x]];
-      d1[x] = kLut[row[3 * x + 1]];
-      d2[x] = kLut[row[3 * x + 2]];
+      d0[x] = lut[row[3 * x]];
+      d1[x] = lut[row[3 * x + 1]];
+      d2[x] = lut[row[3 * x + 2]];
     }
     for (float* d : {d0, d1, d2}) std::fill(d + resized_w, d + width, 0.f);  // zeros to the right
+  }
+}
+
+Tensor rec_normalize_table() {
+  Tensor t = Tensor::empty(DType::kF32, {3, 256});
+  for (int c = 0; c < 3; ++c) std::copy_n(normalize_lut().data(), 256, t.data<float>() + c * 256);
+  return t;
+}
+
+void rec_bytes(const cv::Mat& crop, int height, int width, uint8_t* dst, RecInterp interp) {
+  const cv::Mat resized = rec_resize(crop, height, width, interp);
+  const int resized_w = resized.empty() ? 0 : resized.cols;
+  for (int y = 0; y < height; ++y) {
+    uint8_t* d = dst + static_cast<size_t>(y) * width * 4;
+    if (resized_w > 0) {
+      const uint8_t* row = resized.ptr<uint8_t>(y);
+      for (int x = 0; x < resized_w; ++x) {
+        d[4 * x] = row[3 * x];
+        d[4 * x + 1] = row[3 * x + 1];
+        d[4 * x + 2] = row[3 * x + 2];
+        d[4 * x + 3] = 255;
+      }
+    }
+    std::memset(d + 4 * resized_w, 0, static_cast<size_t>(width - resized_w) * 4);  // mask 0 to the right
+  }
+}
+
+Tensor rec_input(bool bytes, int64_t rows, int height, int width, int64_t filled_rows) {
+  Tensor t = bytes ? Tensor::empty(DType::kU8, {rows, height, width, 4})
+                   : Tensor::empty(DType::kF32, {rows, 3, height, width});
+  const size_t row_bytes = t.nbytes() / static_cast<size_t>(std::max<int64_t>(rows, 1));
+  const int64_t from = std::clamp<int64_t>(filled_rows, 0, rows);
+  std::memset(static_cast<char*>(t.raw()) + static_cast<size_t>(from) * row_bytes, 0,
+              static_cast<size_t>(rows - from) * row_bytes);
+  return t;
+}
+
+void rec_fill_row(Tensor& input, int64_t row, const cv::Mat& crop, RecInterp interp) {
+  if (input.dtype() == DType::kU8) {
+    const int h = static_cast<int>(input.dim(1)), w = static_cast<int>(input.dim(2));
+    rec_bytes(crop, h, w, input.data<uint8_t>() + static_cast<size_t>(row) * h * w * 4, interp);
+  } else {
+    const int h = static_cast<int>(input.dim(2)), w = static_cast<int>(input.dim(3));
+    rec_normalize(crop, h, w, input.data<float>() + static_cast<size_t>(row) * 3 * h * w, interp);
   }
 }
 
@@ -139,19 +201,15 @@ Result<std::vector<RecText>> Recognizer::recognize(const std::vector<cv::Mat>& c
       const Group& g = groups[g_idx];
       const size_t pad = static_cast<size_t>(std::max(options_.pad_rows, 1));
       const size_t rows = (g.n + pad - 1) / pad * pad;
-      inputs[g_idx] = Tensor::empty(DType::kF32, {static_cast<int64_t>(rows), 3, h, g.width});
-      const size_t row_floats = static_cast<size_t>(3) * h * g.width;
-      float* base = inputs[g_idx].data<float>();
-      if (rows > g.n) std::fill(base + g.n * row_floats, base + rows * row_floats, 0.f);
+      inputs[g_idx] = rec_input(options_.bytes, static_cast<int64_t>(rows), h, g.width, static_cast<int64_t>(g.n));
       for (size_t k = 0; k < g.n; ++k) rows_of.emplace_back(g_idx, k);
-      bytes += rows * row_floats * sizeof(float);
+      bytes += inputs[g_idx].nbytes();
     }
     // Dynamic scheduling: the crops come in ratio order, so equal chunks would give the widest ones to one thread.
     parallel_for_each(static_cast<int64_t>(rows_of.size()), [&](int64_t i) {
       const auto [gi, k] = rows_of[static_cast<size_t>(i)];
       const Group& g = groups[gi];
-      float* dst = inputs[gi].data<float>() + k * static_cast<size_t>(3) * h * g.width;
-      rec_normalize(crops[order[g.start + k]], h, g.width, dst, interp);
+      rec_fill_row(inputs[gi], static_cast<int64_t>(k), crops[order[g.start + k]], interp);
     });
     t.prep += prep.elapsed_ms();
     const size_t n_groups = g_idx - wave;

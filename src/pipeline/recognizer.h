@@ -50,11 +50,29 @@ struct RecOptions {
   // them on its streams, so one image's calls take about as long as its longest), instead of one after another.
   // Where the caller already runs one image per thread (SerialScope), they go one after another either way.
   bool concurrent_calls = false;
+  // The model takes each row's bytes, u8 [rows, height, width, 4] (BGR and a mask byte: 255 on the crop, 0 on the
+  // padding), and normalises them on its backend with rec_normalize_table() (the same floats): set by Pipeline::load
+  // when the recogniser was loaded so (device profile, where the backend runs ImageLut). A third of the bytes cross
+  // and the host's normalisation pass goes away.
+  bool bytes = false;
 };
 
 // Writes one crop into `dst` (3 x height x width floats, CHW): resized (`interp`) to `height` rows keeping its
 // aspect ratio (ceil), capped at `width` columns, scaled to [-1, 1], zeros to the right.
 void rec_normalize(const cv::Mat& crop, int height, int width, float* dst, RecInterp interp = RecInterp::kLinear);
+
+// rec_normalize's table: f32 [3, 256], every byte's value in [-1, 1] (the same for each channel).
+Tensor rec_normalize_table();
+
+// Writes one crop into `dst` (height x width x 4 bytes, HWC): resized as rec_normalize does, its BGR bytes with a mask
+// byte of 255, zeros to the right (mask 0: the model's ImageLut makes those values 0, rec_normalize's padding).
+void rec_bytes(const cv::Mat& crop, int height, int width, uint8_t* dst, RecInterp interp = RecInterp::kLinear);
+
+// A call's input: f32 [rows, 3, height, width] or, with `bytes`, u8 [rows, height, width, 4]; the rows from
+// `filled_rows` on are zeros (padding rows), the others for rec_fill_row to write: a crop into row `row` (rec_normalize
+// or rec_bytes by the input's type).
+Tensor rec_input(bool bytes, int64_t rows, int height, int width, int64_t filled_rows);
+void rec_fill_row(Tensor& input, int64_t row, const cv::Mat& crop, RecInterp interp);
 
 // Input width of a batch whose widest crop has aspect ratio `max_ratio` (width / height), bucketed as configured.
 int rec_batch_width(double max_ratio, const RecOptions& options);

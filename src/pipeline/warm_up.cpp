@@ -97,11 +97,13 @@ Status warm_up_models(runtime::Model* det, runtime::Model* rec, const PipelineOp
       input = in.tensor;
     } else {
       const int n = static_cast<int>(j.shape[0]), h = static_cast<int>(j.shape[2]), w = static_cast<int>(j.shape[3]);
-      input = Tensor::empty(DType::kF32, j.shape);
+      input = rec_input(options.rec.bytes, n, h, w, n);
       cv::Mat line = synthetic_line(w, h);
-      for (int k = 0; k < n; ++k) rec_normalize(line, h, w, input.data<float>() + static_cast<size_t>(k) * 3 * h * w);
+      for (int k = 0; k < n; ++k) rec_fill_row(input, k, line, RecInterp::kLinear);
     }
-    Status s = input.shape() == j.shape
+    // The recogniser's warm shapes are f32 [N, 3, H, W]; its bytes are u8 [N, H, W, 4].
+    const Shape want = j.model == rec && options.rec.bytes ? Shape{j.shape[0], j.shape[2], j.shape[3], 4} : j.shape;
+    Status s = input.shape() == want
                    ? j.model->warm_up(input, options.plan_instances, 2)
                    : internal_error("warm-up input " + input.describe() + " for " + shape_str(j.shape));
     if (!s.is_ok()) {

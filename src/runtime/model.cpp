@@ -86,7 +86,7 @@ Status append_top1(graph::Graph& g, const Backend& backend) {
   return Status::ok();
 }
 
-Status prepend_image_lut(graph::Graph& g, const Tensor& lut, const Backend& backend) {
+Status prepend_image_lut(graph::Graph& g, const Tensor& lut, const Backend& backend, bool masked) {
   graph::Value* x = g.inputs().at(0);
   if (lut.dtype() != DType::kF32 || lut.rank() != 2 || lut.dim(1) != 256) {
     return invalid_argument("an image table is f32 [C, 256], got " + lut.describe());
@@ -97,7 +97,8 @@ Status prepend_image_lut(graph::Graph& g, const Tensor& lut, const Backend& back
                             std::to_string(lut.dim(0)) + ", H, W]");
   }
   const Shape s = x->shape;
-  graph::Value* bytes = g.add_value(g.unique_name(x->name + ".u8"), DType::kU8, {s[0], s[2], s[3], lut.dim(0)});
+  graph::Value* bytes =
+      g.add_value(g.unique_name(x->name + ".u8"), DType::kU8, {s[0], s[2], s[3], lut.dim(0) + (masked ? 1 : 0)});
   graph::Value* table = g.add_constant(g.unique_name("steadyocr.image_lut"), lut);
   graph::Node* n = g.add_node(graph::OpKind::kImageLut, g.unique_name("steadyocr.ImageLut"), {bytes, table}, {x});
   if (!backend.supports(*n)) {
@@ -138,11 +139,12 @@ Result<std::unique_ptr<Model>> Model::load(const std::string& path, std::shared_
     }
   }
   if (options.image_lut.defined()) {
-    Status lut = prepend_image_lut(g, options.image_lut, *backend);
+    Status lut = prepend_image_lut(g, options.image_lut, *backend, options.image_lut_masked);
     if (!lut.is_ok()) {
       if (lut.code() != StatusCode::kUnsupported) return lut.with_context("loading " + path);
       log::info("runtime", "{}: {}; pictures are normalised on the host", path, lut.message());
       options.image_lut = Tensor();
+      options.image_lut_masked = false;
     }
   }
   std::unique_ptr<Model> m(new Model());
@@ -258,11 +260,11 @@ void Model::prepare_generic_graph() {
 std::string Model::symbolic_check_marker() const {
   if (options_.cache_dir.empty() || graph_.source_digest() == 0) return {};
   const graph::PassOptions& p = options_.passes;
-  uint64_t h =
-      hash_bytes(fmt::format("{} top1 {} lut {} passes {}{}{}{}{} {} symcheck1", build_identity(), options_.top1_output,
-                             options_.image_lut.defined(), p.fold_batchnorm, p.fuse_activations, p.fuse_layernorm,
-                             p.fuse_residual, p.fuse_epilogues, p.max_fold_bytes),
-                 graph_.source_digest());
+  uint64_t h = hash_bytes(
+      fmt::format("{} top1 {} lut {} {} passes {}{}{}{}{} {} symcheck1", build_identity(), options_.top1_output,
+                  options_.image_lut.defined(), options_.image_lut_masked, p.fold_batchnorm, p.fuse_activations,
+                  p.fuse_layernorm, p.fuse_residual, p.fuse_epilogues, p.max_fold_bytes),
+      graph_.source_digest());
   const Tensor& lut = options_.image_lut;
   if (lut.defined()) h = hash_bytes(lut.raw(), lut.nbytes(), h);
   return fmt::format("{}/symbolic/{}-{:016x}.ok", options_.cache_dir, graph_.name(), h);

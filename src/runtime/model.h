@@ -56,6 +56,9 @@ struct ModelOptions {
   // normalisation pass goes away. Only where the backend runs ImageLut (Model::load leaves it off otherwise, with an
   // INFO line; Model::options() then holds no table).
   Tensor image_lut;
+  // With image_lut: the bytes carry a mask, u8 [N, H, W, C + 1] (the last byte 0: the pixel's values are 0). For the
+  // recogniser, whose rows are zero-padded on the right past each crop (0 is no byte's value in its table).
+  bool image_lut_masked = false;
 };
 
 // Nodes of one op kind that the model's backend declined and the runtime placed on another backend.
@@ -75,9 +78,10 @@ graph::PassOptions reference_pass_options(graph::PassOptions options = {});
 Status append_top1(graph::Graph& g, const Backend& backend);
 
 // Makes `g`'s single input the bytes that `lut` (f32 [C, 256]) turns into what it was (ModelOptions::image_lut): the
-// input f32 [N, C, H, W] becomes u8 [N, H, W, C]. Unsupported (and `g` unchanged) when `backend` does not run
-// ImageLut; invalid_argument when the input is not f32 of rank 4 with C channels.
-Status prepend_image_lut(graph::Graph& g, const Tensor& lut, const Backend& backend);
+// input f32 [N, C, H, W] becomes u8 [N, H, W, C] (masked: [N, H, W, C + 1], ModelOptions::image_lut_masked).
+// Unsupported (and `g` unchanged) when `backend` does not run ImageLut; invalid_argument when the input is not f32 of
+// rank 4 with C channels.
+Status prepend_image_lut(graph::Graph& g, const Tensor& lut, const Backend& backend, bool masked = false);
 
 // The model's input element type: u8 with an ImageLut in front, f32 otherwise.
 DType model_input_dtype(const graph::Graph& g);

@@ -520,6 +520,22 @@ std::vector<OpCase> make_cases() {
                  Value* lut = b.weight({3, 256}, -2.5f, 2.5f);
                  return b.finish({b.node(OpKind::kImageLut, {}, {x, lut}, {2, 3, 37, 23})});
                }});
+  // Masked (a fourth byte per pixel, 0: the pixel's values are 0): the recogniser's right padding, and zero bytes
+  // elsewhere in the picture are values like any other.
+  v.push_back({"ImageLut_masked_rec_padding", OpKind::kImageLut, [] {
+                 CaseBuilder b(25);
+                 Tensor t = Tensor::empty(DType::kU8, {3, 5, 41, 4});
+                 uint8_t* p = t.data<uint8_t>();
+                 for (int64_t i = 0; i < t.numel() / 4; ++i) {
+                   const int64_t w = i % 41, n = i / (5 * 41);
+                   const bool pad = w >= 13 + 11 * n;
+                   for (int c = 0; c < 3; ++c) p[4 * i + c] = pad ? 0 : static_cast<uint8_t>((i * 31 + c * 89) & 255);
+                   p[4 * i + 3] = pad ? 0 : 255;
+                 }
+                 Value* x = b.input(std::move(t));
+                 Value* lut = b.weight({3, 256}, 0.5f, 2.5f);  // no byte gives 0: only the mask does
+                 return b.finish({b.node(OpKind::kImageLut, {}, {x, lut}, {3, 3, 5, 41})});
+               }});
   v.push_back({"LayerNorm_last_axis_bias", OpKind::kLayerNorm, [] {
                  CaseBuilder b(19);
                  Value* x = b.input({2, 20, 120}, -3.f, 3.f);

@@ -1,5 +1,6 @@
-// The detector's input as bytes (pipeline::DetTensor::kBytes, runtime::ModelOptions::image_lut): normalised on the
-// backend by the host's own table, it gives exactly what the host's floats give.
+// The detector's input as bytes (pipeline::DetTensor::kBytes, runtime::ModelOptions::image_lut), and the
+// recogniser's with a mask for its padding (RecOptions::bytes, ModelOptions::image_lut_masked): normalised on the
+// backend by the host's own table, they give exactly what the host's floats give.
 #include <gtest/gtest.h>
 
 #include <opencv2/core.hpp>
@@ -8,6 +9,7 @@
 
 #include "backends/reference/reference_backend.h"
 #include "pipeline/det_preprocess.h"
+#include "pipeline/recognizer.h"
 #include "runtime/backend_registry.h"
 #include "runtime/model.h"
 #include "test_util.h"
@@ -96,6 +98,75 @@ TEST(DetBytes, BytesAreTheResizedPictureAndTheTableIsTheNormalisation) {
   EXPECT_EQ(differ, 0);
   EXPECT_NEAR(lut.data<float>()[0], (0.f - 0.485f) / 0.229f, 1e-6);
   EXPECT_NEAR(lut.data<float>()[2 * 256 + 255], (1.f - 0.406f) / 0.225f, 1e-6);
+}
+
+// Two rows of different crops (one narrower than the call, one as wide) as masked bytes: the recogniser computes from
+// them exactly what it computes from the host's floats (zero padding included); unmasked bytes of the same model are
+// refused (the model takes four bytes per pixel).
+TEST(RecBytes, MaskedRowsThroughTheTableAreTheHostsFloats) {
+  SO_REQUIRE_MODELS();
+  const std::string path = steadyocr::testing::models_dir() + "/ch_PP-OCRv4_rec_infer.onnx";
+  std::shared_ptr<Backend> ref(make_reference_backend());
+  ModelOptions bytes;
+  bytes.image_lut = rec_normalize_table();
+  bytes.image_lut_masked = true;
+  auto plain = Model::load(path, ref, {});
+  auto lut = Model::load(path, ref, bytes);
+  ASSERT_TRUE(plain.is_ok() && lut.is_ok()) << lut.status().to_string();
+  ASSERT_TRUE((*lut)->options().image_lut.defined());
+  EXPECT_EQ(model_input_dtype((*lut)->graph()), DType::kU8);
+  cv::Mat narrow(30, 40, CV_8UC3), wide(24, 170, CV_8UC3);
+  cv::randu(narrow, 0, 256);
+  cv::randu(wide, 0, 256);
+  const int h = 48, w = 96;
+  Tensor f = rec_input(false, 3, h, w, 2), u = rec_input(true, 3, h, w, 2);  // the third row is padding
+  ASSERT_EQ(u.shape(), (Shape{3, h, w, 4}));
+  int row = 0;
+  for (const cv::Mat* crop : {&narrow, &wide}) {
+    rec_fill_row(f, row, *crop, RecInterp::kLanczos);
+    rec_fill_row(u, row, *crop, RecInterp::kLanczos);
+    ++row;
+  }
+  auto a = (*plain)->run(f);
+  auto b = (*lut)->run(u);
+  ASSERT_TRUE(a.is_ok() && b.is_ok()) << b.status().to_string();
+  ASSERT_EQ(a->shape(), b->shape());
+  EXPECT_EQ(std::memcmp(a->data<float>(), b->data<float>(), a->numel() * sizeof(float)), 0)
+      << "the byte path differs: " << steadyocr::testing::compare(*b, *a).describe();
+  auto wrong = (*lut)->run(f);
+  ASSERT_FALSE(wrong.is_ok());
+  EXPECT_NE(wrong.status().message().find("must be u8"), std::string::npos) << wrong.status().to_string();
+}
+
+TEST(RecBytes, BytesAreTheResizedCropWithAMaskAndTheTableIsTheNormalisation) {
+  cv::Mat crop(20, 37, CV_8UC3);
+  cv::randu(crop, 0, 256);
+  const int h = 48, w = 120;
+  std::vector<float> f(3 * h * w, -7.f);
+  std::vector<uint8_t> u(h * w * 4, 7);
+  rec_normalize(crop, h, w, f.data(), RecInterp::kCubic);
+  rec_bytes(crop, h, w, u.data(), RecInterp::kCubic);
+  const Tensor lut = rec_normalize_table();
+  ASSERT_EQ(lut.shape(), (Shape{3, 256}));
+  const int resized_w = 89;  // ceil(48 * 37 / 20)
+  int64_t differ = 0, masked = 0;
+  for (int y = 0; y < h; ++y) {
+    for (int x = 0; x < w; ++x) {
+      const uint8_t* px = &u[(y * w + x) * 4];
+      EXPECT_EQ(px[3], x < resized_w ? 255 : 0) << y << "," << x;
+      masked += px[3] == 0;
+      for (int c = 0; c < 3; ++c) {
+        const float want = f[(c * h + y) * w + x];
+        const float got = px[3] == 0 ? 0.f : lut.data<float>()[c * 256 + px[c]];
+        differ += std::memcmp(&want, &got, sizeof(float)) != 0;
+        if (px[3] == 0) EXPECT_EQ(px[c], 0);
+      }
+    }
+  }
+  EXPECT_EQ(differ, 0);
+  EXPECT_EQ(masked, int64_t{h} * (w - resized_w));
+  EXPECT_FLOAT_EQ(lut.data<float>()[0], -1.f);
+  EXPECT_FLOAT_EQ(lut.data<float>()[2 * 256 + 255], 1.f);
 }
 
 }  // namespace

@@ -189,9 +189,10 @@ cudaError_t launch_global_avg_pool(const void* x, void* y, Dt dt, int64_t nc, in
 cudaError_t launch_softmax(const void* x, void* y, Dt dt, int64_t outer, int64_t n, int64_t inner, cudaStream_t stream);
 // y[r] = {the largest of row r of x (rows x n), the first index holding it} (f32 pairs).
 cudaError_t launch_top1(const void* x, float* y, Dt dt, int64_t rows, int64_t n, cudaStream_t stream);
-// ImageLut (image.cu): x u8 [n, hw, c] (channels last), lut f32 [c, 256] -> y f32 [n, c, hw]; c <= 4.
+// ImageLut (image.cu): x u8 [n, hw, c] (channels last), lut f32 [c, 256] -> y f32 [n, c, hw]; c <= 4. masked: x has
+// c + 1 channels, the last a mask (0: the pixel's values are 0).
 cudaError_t launch_image_lut(const uint8_t* x, const float* lut, float* y, int64_t n, int64_t c, int64_t hw,
-                             cudaStream_t stream);
+                             bool masked, cudaStream_t stream);
 
 // ---- ReduceMean (reduce.cu) ----------------------------------------------------------------------------------
 struct ReduceParams {
