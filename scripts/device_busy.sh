@@ -15,7 +15,8 @@
 #   plans: one image at a time with debug logs, what each new shape's plan cost (passes, prepare).
 #   ncu: Nsight Compute (on the device machine) on the first launches of the pointwise kernel, cuBLAS's GEMM and the
 #      depthwise kernel in the benches the bundle has.
-#   tests: the CUDA tests of bin/test_backends. lines: cold `ocr` of synth-dev and sroie-dev with the base plugin and
+#   tests: the CUDA tests of bin/test_backends (TEST_NAMES: a regex of the tests whose lines the summary keeps).
+#   lines: cold `ocr` of synth-dev and sroie-dev with the base plugin and
 #      the bundle's, on cuda-fp16 and cuda-fp32, compared line by line.
 # Bundle: scripts/slim_bundle.py .devbundle build/steadyocr build/libsteadyocr_cuda13.so build/libso_cupti_trace.so \
 #   [build/so_*_bench build/tests/test_backends] -- models ../shared/data/synth-dev [../shared/data/sroie-dev \
@@ -105,7 +106,7 @@ if want ncu; then  # Nsight Compute on the benches' first launches: where a kern
 fi
 
 if want tests; then
-  device_cuda_tests 'CudaModels\.Golden|CudaTiming|Pattern_pointwise|depthwise'
+  device_cuda_tests "${TEST_NAMES:-CudaModels\.Golden|CudaTiming|Pattern_pointwise|depthwise}"
 fi
 
 if want lines; then
