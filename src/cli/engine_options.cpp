@@ -42,6 +42,11 @@ void add_engine_flags(CLI::App* app, EngineArgs* args) {
                   "Seconds one image may take on a GPU worker before the worker counts as hung and is replaced")
       ->check(CLI::Range(1, 86400))
       ->capture_default_str();
+  app->add_option("--reprobe-ms", args->reprobe_ms,
+                  "Milliseconds after a GPU rung degrades before it is re-probed (doubling while it keeps failing, up "
+                  "to 5 minutes or this value if longer); it serves again once it passes")
+      ->check(CLI::Range(100, 3600000))
+      ->capture_default_str();
   app->add_option("--gpus", args->gpus,
                   "GPUs to serve on: all (default: every visible one; two or more get a ladder and workers each, "
                   "images going to the least loaded), or a comma list of visible device indices or GPU-/MIG- UUIDs "
@@ -218,6 +223,7 @@ Result<EngineOptions> engine_options_from(const EngineArgs& a) {
   eo.cache_dir = cache_dir_from_environment();
   eo.ladder = a.ladder;
   eo.job_timeout_ms = a.watchdog_s * 1000;
+  eo.reprobe_backoff_ms = a.reprobe_ms;
   // Documented user overrides, read once here (the front door) and handed down as options.
   if (const char* f = std::getenv("STEADYOCR_FAULT"); f && *f) {  // fault injection (docs/FAULTS.md)
     auto rules = engine::parse_fault_spec(f);

@@ -216,7 +216,9 @@ TEST_F(CliBench, FallbackIsLoud) {
   // The CPU backend in a supervised worker stands in for a GPU rung; each worker dies on its 2nd det call, so the
   // engine steps down to the in-process CPU rung during the timed pass.
   const std::string fault = "STEADYOCR_FAULT='sticky@det:2!'";
-  BenchRun j = steadyocr(bench("--ladder cpu-worker,cpu --repeat 1 --warmup 0 --json " + engine_dir()), fault);
+  // No re-probe during the pass (on a slow host it outlasted the default 5 s and the worker rung climbed back).
+  BenchRun j = steadyocr(
+      bench("--ladder cpu-worker,cpu --reprobe-ms 600000 --repeat 1 --warmup 0 --json " + engine_dir()), fault);
   ASSERT_EQ(j.code, 0) << j.err;
   auto r = nlohmann::json::parse(j.out);
   EXPECT_TRUE(r["fell_back"].get<bool>());
@@ -226,7 +228,8 @@ TEST_F(CliBench, FallbackIsLoud) {
   EXPECT_EQ(r["events"][0]["from"], "cpu-worker");
   EXPECT_EQ(r["events"][0]["reason"], "DEVICE_FAULT");
   EXPECT_NE(j.err.find("bench: WARNING: fell back"), std::string::npos) << j.err;
-  BenchRun t = steadyocr(bench("--ladder cpu-worker,cpu --repeat 1 --warmup 0 " + engine_dir()), fault);
+  BenchRun t =
+      steadyocr(bench("--ladder cpu-worker,cpu --reprobe-ms 600000 --repeat 1 --warmup 0 " + engine_dir()), fault);
   ASSERT_EQ(t.code, 0) << t.err;
   EXPECT_NE(t.out.find("!!! FELL BACK"), std::string::npos) << t.out;
   EXPECT_NE(t.out.find("cpu-worker -> cpu: DEVICE_FAULT"), std::string::npos) << t.out;

@@ -47,7 +47,8 @@ TEST_F(CliFallback, StickyFaultMidBatchGivesTheCleanResultsAndTheSummarySaysSo) 
   ASSERT_EQ(clean.code, 0) << clean.err;
   // The CPU backend in a supervised worker stands in for the GPU rung; every worker dies on its 2nd det call,
   // so the engine steps down to the in-process CPU rung.
-  CliResult faulty = run("STEADYOCR_FAULT='sticky@det:2!'", args("--ladder cpu-worker,cpu"));
+  // No re-probe during the run (a slow host's run outlasted the default 5 s and the worker rung climbed back).
+  CliResult faulty = run("STEADYOCR_FAULT='sticky@det:2!'", args("--ladder cpu-worker,cpu --reprobe-ms 600000"));
   ASSERT_EQ(faulty.code, 0) << faulty.err;
   auto a = nlohmann::json::parse(clean.out), b = nlohmann::json::parse(faulty.out);
   EXPECT_EQ(texts(a), texts(b));

@@ -489,8 +489,11 @@ std::string visible_devices_of(pid_t pid) {
 // stays bad on GPU 1 takes GPU 1 out of service alone — every request answered 200 from GPU 0, /readyz ready with
 // GPU 1 out and why, /metrics per GPU.
 TEST_F(ServerLifecycle, OneBadGpuOfTwoLeavesServiceAloneAndLosesNoRequest) {
-  ServerProcess s({"--ladder", "cpu-worker,cpu", "--gpus", "0,1", "--threads", "2", "--max-queue", "64"},
-                  {"STEADYOCR_FAULT=gpu1/sticky@det:1!"});
+  // GPU 1 must still be out of service when /readyz is read: no re-probe in this test's time (the default 5 s came
+  // before the end on a slow host, 2026-12-07, and GPU 1 was back in service).
+  ServerProcess s(
+      {"--ladder", "cpu-worker,cpu", "--gpus", "0,1", "--threads", "2", "--max-queue", "64", "--reprobe-ms", "600000"},
+      {"STEADYOCR_FAULT=gpu1/sticky@det:1!"});
   ASSERT_TRUE(s.started() && s.wait_ready()) << s.log();
   std::set<std::string> pinned;
   for (pid_t w : s.workers()) pinned.insert(visible_devices_of(w));
