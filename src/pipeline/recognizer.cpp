@@ -10,6 +10,7 @@
 
 #include "core/parallel.h"
 #include "core/timer.h"
+#include "pipeline/lanczos.h"
 
 namespace steadyocr::pipeline {
 
@@ -31,10 +32,12 @@ cv::Mat rec_resize(const cv::Mat& crop, int height, int width, RecInterp interp)
   int resized_w = want > width ? width : static_cast<int>(want);
   if (resized_w <= 0) return {};
   cv::Mat resized;
-  const int cv_interp = interp == RecInterp::kLanczos ? cv::INTER_LANCZOS4
-                        : interp == RecInterp::kCubic ? cv::INTER_CUBIC
-                                                      : cv::INTER_LINEAR;
-  cv::resize(crop, resized, cv::Size(resized_w, height), 0, 0, cv_interp);
+  if (interp == RecInterp::kLanczos) {
+    lanczos4_resize(crop, resized, cv::Size(resized_w, height));  // OpenCV's bytes, ~5 times faster (lanczos.h)
+    return resized;
+  }
+  cv::resize(crop, resized, cv::Size(resized_w, height), 0, 0,
+             interp == RecInterp::kCubic ? cv::INTER_CUBIC : cv::INTER_LINEAR);
   return resized;
 }
 

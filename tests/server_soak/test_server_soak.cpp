@@ -1,5 +1,8 @@
-// Soak: 10,000 requests of mixed image sizes through one server; its resident memory stays flat after warm-up
-// (every size's plans made, the plan cache at its bound), and every request is answered.
+// Soak: 5,000 requests of mixed image sizes through one server; its resident memory stays flat after warm-up
+// (every size's plans made, the plan cache at its bound), and every request is answered. 4,000 requests after the
+// warm-up and a 5 % bar catch a leak of ~3 KB or more per request (RSS 222 MB after the warm-up, +0.01 % at the end,
+// 128 s on the 2-core machine, 2026-12-07); the benchmark's 10,000-image figures (device memory,
+// docs/BENCHMARKS.md) are measured by `bench`, not here.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -28,23 +31,25 @@ long rss_kb(pid_t pid) {
   return -1;
 }
 
-// A small page of `w` x `h` with a few lines of text, JPEG or PNG.
+// A small page of `w` x `h` with one line of text, JPEG or PNG. One line: the soak is about memory over many requests
+// of many sizes (20 page shapes for the detector, lines of several widths for the recogniser), and a page of one line
+// costs the cpu backend ~26 ms where up to four cost ~39: 10,000 requests of up to four lines took 392 s on the 2-core
+// machine (2026-12-07), of one line 261 s, the longest test of the suite by far.
 std::string page(int w, int h, int seed, bool png) {
   cv::Mat m(h, w, CV_8UC3, cv::Scalar(245, 245, 245));
-  for (int y = 24, k = 0; y < h - 6; y += 30, ++k) {
-    cv::putText(m, "Item " + std::to_string(seed * 7 + k) + " 12.50", {6, y}, cv::FONT_HERSHEY_SIMPLEX, 0.6,
-                cv::Scalar(20, 20, 20), 1, cv::LINE_AA);
-  }
+  const std::string text = seed % 2 ? "Item " + std::to_string(seed * 7) + " 12.50" : "No " + std::to_string(seed);
+  cv::putText(m, text, {6, 24}, cv::FONT_HERSHEY_SIMPLEX, 0.6, cv::Scalar(20, 20, 20), 1, cv::LINE_AA);
   std::vector<uint8_t> buf;
   cv::imencode(png ? ".png" : ".jpg", m, buf);
   return std::string(buf.begin(), buf.end());
 }
 
-TEST(ServerSoak, RssStaysFlatOverTenThousandRequestsOfMixedSizes) {
+TEST(ServerSoak, RssStaysFlatOverFiveThousandRequestsOfMixedSizes) {
   SO_REQUIRE_MODELS();
-  // 20 sizes of small pages (the CPU plan cache keeps 24 shapes: after the warm-up nothing is planned, so ten
-  // thousand requests take about two minutes here; with more sizes than the cache, shapes are planned again all along
-  // and it takes twelve, RSS as flat: +1.05% measured with 40 sizes).
+  // 20 sizes of small pages (the CPU plan cache keeps 24 shapes: after the warm-up nothing is planned; with more sizes
+  // than the cache, shapes are planned again all along and it takes six times as long, RSS as flat: +1.05% measured
+  // with 40 sizes). Its own test binary, so that ctest can start it first (COST in tests/CMakeLists.txt) rather than
+  // run it alone at the end.
   std::vector<std::pair<std::string, std::string>> pages;  // body, content type
   for (int i = 0; i < 20; ++i) {
     const int w = 64 + (i * 37) % 200, h = 40 + (i * 23) % 80;
@@ -53,7 +58,7 @@ TEST(ServerSoak, RssStaysFlatOverTenThousandRequestsOfMixedSizes) {
   }
   ServerProcess s({"--backend", "cpu", "--threads", "2", "--max-queue", "256"});
   ASSERT_TRUE(s.started() && s.wait_ready()) << s.log();
-  constexpr int kTotal = 10000, kWarm = 2000, kClients = 4;
+  constexpr int kTotal = 5000, kWarm = 1000, kClients = 4;
   std::atomic<int> next{0}, ok{0}, failed{0};
   std::atomic<long> rss_warm{0}, rss_max_after_warm{0};
   std::vector<std::thread> clients;
