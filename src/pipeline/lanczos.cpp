@@ -100,8 +100,10 @@ SO_LANCZOS_CLONES void column_pass(const int32_t* t, int block, const int* index
   }
 }
 
-// The row pass of one output row: the 8 column-passed rows weighted, rounded once, clamped to a byte. The sums are
-// taken as uint32 (wrapping, so no overflow is undefined; the value fits int32 and the cast back is exact).
+// The row pass of one output row: the 8 column-passed rows weighted, rounded once, clamped to a byte. The sums fit
+// int32: the largest, 255 * (2780^2 + 732^2) + 2^21 = 2.11e9 < 2^31, comes of a picture whose light and dark pixels
+// follow the signs of the weights in both directions at half-pixel centres (2780 and 732: the positive and negative
+// weights' sums there, in 1/2048; tests/pipeline/test_lanczos.cpp reads that picture).
 SO_LANCZOS_CLONES void row_pass(const int32_t* const* rows, const int16_t* w, int n, uint8_t* out) {
   const int32_t *r0 = rows[0], *r1 = rows[1], *r2 = rows[2], *r3 = rows[3];
   const int32_t *r4 = rows[4], *r5 = rows[5], *r6 = rows[6], *r7 = rows[7];

@@ -4,7 +4,8 @@
 //
 // The arithmetic is OpenCV's fixed point, so the bytes are equal, not merely close: the 8 weights of each output
 // column and row are the Lanczos-4 kernel at the pixel centre's fraction (float), normalised to sum 1 and rounded to
-// 11 bits; the columns' weighted sums are exact int32, the rows' weighted sums of those too, and the only rounding
+// 11 bits; the columns' weighted sums are exact int32, the rows' weighted sums of those too (below 2^31 for any
+// picture), and the only rounding
 // is the last one (add 2^21, shift right by 22, clamp to 0..255). Taps beyond the picture repeat its edge pixel.
 // Because every sum before the last rounding is exact, the order of the sums is free: this code keeps each
 // source row's column pass once and runs the row pass over whole rows (vectorised), where OpenCV goes row by row.

@@ -2,6 +2,7 @@
 // the same whichever of the two made their rows.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <opencv2/imgproc.hpp>
 #include <random>
 #include <stdexcept>
@@ -95,6 +96,26 @@ TEST(Lanczos, SameBytesOnTheRecognisersShapesAndTheEdgeCases) {
       }
     }
   }
+}
+
+// The largest sum the weights allow: light and dark pixels following the signs of the weights in both directions,
+// shrunk by 2 (every output's centre at a half pixel), 255 * (2780^2 + 732^2) + 2^21 = 2.11e9, just below 2^31. The
+// bytes are OpenCV's, and the centre output is white, not a wrapped sum's black.
+TEST(Lanczos, TheLargestSumStaysBelow2To31) {
+  // At a half-pixel centre the 8 taps' weights have the signs - + - + + - + -.
+  const int sign[8] = {-1, 1, -1, 1, 1, -1, 1, -1};
+  cv::Mat src(16, 16, CV_8UC3);
+  for (int y = 0; y < 16; ++y) {
+    for (int x = 0; x < 16; ++x) {
+      // Output (4, 4) reads rows and columns 5..12 (centre 8.5): light where both weights share a sign.
+      const int ty = std::clamp(y - 5, 0, 7), tx = std::clamp(x - 5, 0, 7);
+      src.at<cv::Vec3b>(y, x) = cv::Vec3b::all(sign[ty] * sign[tx] > 0 ? 255 : 0);
+    }
+  }
+  cv::Mat ours;
+  lanczos4_resize(src, ours, {8, 8});
+  EXPECT_EQ(first_difference(opencv_lanczos(src, {8, 8}), ours), "");
+  EXPECT_EQ(ours.at<cv::Vec3b>(4, 4), cv::Vec3b::all(255));
 }
 
 TEST(Lanczos, ReadsThroughARoiWithItsStride) {
