@@ -103,9 +103,15 @@ bool read_header(JpegContext* ctx, const uint8_t* data, size_t size) {
 bool read_pixels(JpegContext* ctx, uint8_t* out, size_t step) {
   if (setjmp(ctx->jump)) return false;
   jpeg_start_decompress(&ctx->cinfo);
+  // Several rows per call (libjpeg-turbo's upsampling makes rec_outbuf_height rows at once; asked for one, it makes
+  // them into a spare buffer and copies each out).
+  constexpr JDIMENSION kRows = 16;
+  JSAMPROW rows[kRows];
   while (ctx->cinfo.output_scanline < ctx->cinfo.output_height) {
-    JSAMPROW row = out + static_cast<size_t>(ctx->cinfo.output_scanline) * step;
-    jpeg_read_scanlines(&ctx->cinfo, &row, 1);
+    const JDIMENSION first = ctx->cinfo.output_scanline;
+    const JDIMENSION n = std::min(kRows, ctx->cinfo.output_height - first);
+    for (JDIMENSION i = 0; i < n; ++i) rows[i] = out + static_cast<size_t>(first + i) * step;
+    if (jpeg_read_scanlines(&ctx->cinfo, rows, n) == 0) break;  // suspended: cannot happen with a memory source
   }
   jpeg_finish_decompress(&ctx->cinfo);
   return true;

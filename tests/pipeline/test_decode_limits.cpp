@@ -5,6 +5,7 @@
 #include <zlib.h>
 
 #include <opencv2/imgcodecs.hpp>
+#include <opencv2/imgproc.hpp>
 
 #include <time.h>
 
@@ -247,6 +248,39 @@ TEST(DecodeLimits, OwnDecodersMatchOpenCvPixelForPixel) {
     ASSERT_EQ(ours->type(), ref.type()) << f;
     ASSERT_EQ(ours->size(), ref.size()) << f;
     EXPECT_EQ(cv::norm(*ours, ref, cv::NORM_INF), 0) << f;
+  }
+}
+
+// The JPEG decoder reads many rows per libjpeg call (up to 16: the upsampler makes 2 or more at once): the pixels of
+// every layout stay OpenCV's (which reads one row per call), including heights and widths that are no multiple of
+// the 16-row MCU, progressive files, restart intervals and greyscale.
+TEST(DecodeLimits, JpegRowsReadManyAtATimeMatchOpenCv) {
+  cv::Mat page(203, 317, CV_8UC3);
+  cv::randu(page, 0, 256);
+  cv::GaussianBlur(page, page, {5, 5}, 1.5);  // photo-like: chroma subsampling and the upsampler's smoothing matter
+  cv::Mat grey;
+  cv::cvtColor(page, grey, cv::COLOR_BGR2GRAY);
+  struct Case {
+    const char* name;
+    const cv::Mat* picture;
+    std::vector<int> params;
+  };
+  const Case cases[] = {
+      {"baseline 4:2:0", &page, {cv::IMWRITE_JPEG_QUALITY, 90}},
+      {"progressive", &page, {cv::IMWRITE_JPEG_QUALITY, 90, cv::IMWRITE_JPEG_PROGRESSIVE, 1}},
+      {"restart every 3 MCUs", &page, {cv::IMWRITE_JPEG_QUALITY, 75, cv::IMWRITE_JPEG_RST_INTERVAL, 3}},
+      {"greyscale", &grey, {cv::IMWRITE_JPEG_QUALITY, 90}},
+  };
+  for (const Case& c : cases) {
+    for (const cv::Rect& r : {cv::Rect(0, 0, 317, 203), cv::Rect(3, 5, 17, 1), cv::Rect(0, 0, 1, 33)}) {
+      std::vector<uint8_t> bytes;
+      ASSERT_TRUE(cv::imencode(".jpg", (*c.picture)(r), bytes, c.params)) << c.name;
+      auto ours = decode_jpeg(bytes.data(), bytes.size(), JpegLimits{});
+      ASSERT_TRUE(ours.is_ok()) << c.name << ": " << ours.status().to_string();
+      const cv::Mat ref = cv::imdecode(bytes, cv::IMREAD_COLOR | cv::IMREAD_IGNORE_ORIENTATION);
+      ASSERT_EQ(ours->size(), ref.size()) << c.name;
+      EXPECT_EQ(cv::norm(*ours, ref, cv::NORM_INF), 0) << c.name << " " << r.width << "x" << r.height;
+    }
   }
 }
 
