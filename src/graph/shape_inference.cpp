@@ -650,7 +650,7 @@ Status infer_slice(Node& n, const DimMath& m) {
   return Status::ok();
 }
 
-Status infer_layer_norm(Node& n) {
+Status infer_layer_norm(Node& n, const DimMath& m) {
   RETURN_IF_ERROR(need_inputs(n, 2));
   const Shape& x = n.input(0)->shape;
   int64_t axis;
@@ -665,6 +665,14 @@ Status infer_layer_norm(Node& n) {
     if (want >= 0 && have >= 0 && want != have) {
       return fail(n, "'{}' {} does not match the normalised dims {} of input {}", p->name, shape_str(p->shape),
                   shape_str(norm), shape_str(x));
+    }
+    // On symbols: a normalised dim a scale or bias spans (not 1) must be that size, or the scale does not broadcast
+    // to it (an input shape that breaks this then fails the symbols' evaluation, and the plain path names it).
+    if (m.t && want < 0 && p->shape.size() <= norm.size()) {
+      for (size_t d = 0; d < p->shape.size(); ++d) {
+        const int64_t pd = p->shape[d], nd = norm[norm.size() - p->shape.size() + d];
+        if (pd > 1 && is_symbolic(nd)) m.t->assume_equal(nd, pd);
+      }
     }
   }
   return infer_same(n);
@@ -731,7 +739,7 @@ Status infer_node(Node& node, SymbolTable* symbols) {
       case OpKind::kSlice:
         return infer_slice(node, m);
       case OpKind::kLayerNorm:
-        return infer_layer_norm(node);
+        return infer_layer_norm(node, m);
       case OpKind::kTop1: {
         RETURN_IF_ERROR(need_inputs(node, 1));
         Shape s = node.input(0)->shape;

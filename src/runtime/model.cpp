@@ -300,10 +300,10 @@ bool Model::fits_symbolic_plan(const Shape& shape) const {
 
 Result<std::shared_ptr<Model::Plan>> Model::plan_for(const Shape& shape) {
   // Every shape the symbols fit: nothing to plan. Another (a wrong channel count, a broadcast the symbols assumed
-  // away) takes the per-shape path, which plans it or names what is wrong with it.
-  if (symbolic_plan_ && fits_symbolic_plan(shape)) return symbolic_plan_;
+  // away), or one the symbolic plan declined, takes the per-shape path, which plans it or names what is wrong.
   {
     std::lock_guard<std::mutex> lock(mu_);
+    if (symbolic_plan_ && !symbolic_declined_.count(shape) && fits_symbolic_plan(shape)) return symbolic_plan_;
     for (auto it = plans_.begin(); it != plans_.end(); ++it) {
       if ((*it)->shape == shape) {
         auto p = *it;
@@ -443,6 +443,25 @@ Result<Tensor> Model::run_call(const Tensor& input, CallInfo* info) {
   sw.reset();
   std::vector<Tensor> outs;
   Status s = prepared->run({input}, &outs);
+  if (plan->symbolic && s.code() == StatusCode::kUnsupported) {
+    // The plan for every shape declines this one (a size past a device limit): it is planned on its own, the way
+    // every shape is without that plan, where the backend's fallbacks take what it cannot run.
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      plan->busy[slot] = false;
+      if (symbolic_declined_.size() >= kDeclinedKept) symbolic_declined_.clear();
+      symbolic_declined_.insert(input.shape());
+    }
+    freed_.notify_all();
+    metrics::inc("steadyocr_model_symbolic_declined_total", {{"model", graph_.name()}});
+    log::info("runtime", "{}: the plan for every input shape declines {} on {} ({}); that shape is planned on its own",
+              graph_.name(), shape_str(input.shape()), backend_->name(), s.message());
+    CallInfo own;
+    auto out = run_call(input, &own);
+    own.profile.plan_ms += profile.plan_ms + profile.run_ms;
+    if (info) *info = own;
+    return out;
+  }
   profile.run_ms = sw.elapsed_ms();
   profile.backend = prepared->last_profile();
   // A plan for every shape plans inside its run (dims, buffer placement): that part of the run is this call's

@@ -195,6 +195,9 @@ class Model : public Runner {
   std::condition_variable freed_;           // an instance became free or was added
   std::list<std::shared_ptr<Plan>> plans_;  // most recently used first
   std::shared_ptr<Plan> symbolic_plan_;     // serves every shape when set (then plans_ stays empty)
+  // Shapes the symbolic plan declined at run time (a size past a device limit): planned on their own, as without it.
+  std::set<Shape> symbolic_declined_;
+  static constexpr size_t kDeclinedKept = 256;  // beyond it the set starts again (each shape is declined anew)
   ModelStats stats_;
   std::set<std::string> placement_logged_;  // op kinds whose placement was logged
 };

@@ -36,6 +36,13 @@ class TablePreparedGraph final : public PreparedGraph {
     return status_from_plugin(st);
   }
   size_t workspace_bytes() const override { return api_->workspace_bytes(handle_); }
+  double last_plan_ms() const override {
+    if constexpr (requires { api_->last_plan_ms; }) {  // tables with shape-free plans (the Vulkan plugin's)
+      return api_->last_plan_ms(handle_);
+    } else {
+      return 0;
+    }
+  }
   RunProfile last_profile() const override {
     if constexpr (requires { api_->last_profile; }) {  // tables that report profiles (the CUDA plugin's)
       SoRunProfile p{};
@@ -62,9 +69,22 @@ class TableBackend final : public Backend {
   DeviceInfo device_info() const override { return info_; }
   bool supports(const graph::Node& node) const override { return api_->supports(handle_, &node) != 0; }
   Result<std::unique_ptr<PreparedGraph>> prepare(const graph::Graph& graph) override {
+    return prepared_by(api_->prepare, graph);
+  }
+  Result<std::unique_ptr<PreparedGraph>> prepare_symbolic(const graph::Graph& graph) override {
+    if constexpr (requires { api_->prepare_symbolic; }) {  // tables with shape-free plans (the Vulkan plugin's)
+      return prepared_by(api_->prepare_symbolic, graph);
+    } else {
+      return Backend::prepare_symbolic(graph);
+    }
+  }
+
+ private:
+  using PrepareFn = int (*)(void*, const void*, void**, SoPluginStatus*);
+  Result<std::unique_ptr<PreparedGraph>> prepared_by(PrepareFn fn, const graph::Graph& graph) {
     SoPluginStatus st{};
     void* prepared = nullptr;
-    api_->prepare(handle_, &graph, &prepared, &st);
+    fn(handle_, &graph, &prepared, &st);
     if (st.code != 0 || !prepared) {
       if (st.code == 0) return internal_error(std::string(plugin_) + " prepared no graph and gave no reason");
       return status_from_plugin(st);
@@ -72,7 +92,6 @@ class TableBackend final : public Backend {
     return std::unique_ptr<PreparedGraph>(new TablePreparedGraph<Api>(api_, prepared));
   }
 
- private:
   const Api* api_;
   void* handle_;
   std::string name_;

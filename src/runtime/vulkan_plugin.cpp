@@ -127,7 +127,8 @@ Status check_vulkan_api(const SteadyocrVulkanApi* api, const std::string& path) 
         path, plug, host));
   }
   if (!api->query_runtime || !api->query_device || !api->create_backend || !api->destroy_backend || !api->supports ||
-      !api->prepare || !api->run || !api->workspace_bytes || !api->destroy_prepared || !api->run_check) {
+      !api->prepare || !api->run || !api->workspace_bytes || !api->destroy_prepared || !api->prepare_symbolic ||
+      !api->last_plan_ms || !api->run_check) {
     return unavailable(fmt::format("{}: its function table is incomplete", path));
   }
   return Status::ok();

@@ -186,9 +186,80 @@ TEST(VulkanPlugin, WeightsAreFoundByTheirStorageNotByAReusedAddress) {
   }
 }
 
+// One plan for every input shape (Backend::prepare_symbolic) on a real model, the angle classifier (small enough for
+// lavapipe): each shape reads the bits its own plan reads, a shape seen before plans nothing, and one arena and
+// staging pair serve every shape (grown for the largest), so that many shapes hold about what the largest one's own
+// plan holds. The runtime takes it: one plan built for seven calls of four shapes.
+TEST(VulkanPlugin, OnePlanServesEveryShapeWithThatShapesOwnBits) {
+  SO_VULKAN_OR_SKIP();
+  SO_REQUIRE_MODELS();
+  auto backend = runtime::create_backend("vulkan");
+  ASSERT_TRUE(backend.is_ok()) << backend.status().to_string();
+  const std::string path = models_dir() + "/ch_ppocr_mobile_v2.0_cls_infer.onnx";
+  auto imported = graph::import_onnx(path);
+  ASSERT_TRUE(imported.is_ok()) << imported.status().to_string();
+  graph::Graph g = imported->clone();
+  g.inputs()[0]->shape = {-1, 3, 48, -1};
+  ASSERT_TRUE(graph::specialize_symbolic(g, runtime::reference_pass_options()).is_ok());
+  ASSERT_TRUE(graph::optimize(g, runtime::reference_pass_options()).is_ok());
+  auto shape_free = (*backend)->prepare_symbolic(g);
+  ASSERT_TRUE(shape_free.is_ok()) << shape_free.status().to_string();
+  // Largest first: the shared buffers fit every shape after it, and a shape seen again plans nothing. Then a larger
+  // one: the buffers grow, the instances made on the old ones go with them, and a shape seen before is planned again.
+  const std::vector<Shape> shapes = {{3, 3, 48, 320}, {1, 3, 48, 64},  {3, 3, 48, 320}, {2, 3, 48, 192},
+                                     {1, 3, 48, 64},  {4, 3, 48, 480}, {1, 3, 48, 64}};
+  const std::vector<bool> planned = {true, true, false, true, false, true, true};
+  size_t largest_own = 0;
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    const Tensor x = random_tensor(shapes[i], static_cast<uint32_t>(40 + i));
+    auto fixed = graph::instantiate(g, {shapes[i]});
+    ASSERT_TRUE(fixed.is_ok()) << fixed.status().to_string();
+    auto own = (*backend)->prepare(*fixed);
+    ASSERT_TRUE(own.is_ok()) << own.status().to_string();
+    largest_own = std::max(largest_own, (*own)->workspace_bytes());
+    std::vector<Tensor> want, got;
+    ASSERT_TRUE((*own)->run({x}, &want).is_ok());
+    Status s = (*shape_free)->run({x}, &got);
+    ASSERT_TRUE(s.is_ok()) << s.to_string();
+    ASSERT_EQ(got.size(), 1u);
+    ASSERT_EQ(got[0].describe(), want[0].describe());
+    EXPECT_EQ(0, std::memcmp(got[0].raw(), want[0].raw(), want[0].nbytes())) << shape_str(shapes[i]);
+    if (planned[i]) {
+      EXPECT_GT((*shape_free)->last_plan_ms(), 0.0) << "call " << i << ", " << shape_str(shapes[i]);
+    } else {
+      EXPECT_EQ((*shape_free)->last_plan_ms(), 0.0) << "call " << i << ", " << shape_str(shapes[i]) << " planned again";
+    }
+  }
+  // The arena and staging once, at most a quarter over the largest shape's, and each shape's parameters.
+  EXPECT_LE((*shape_free)->workspace_bytes(), largest_own * 5 / 4 + (size_t{256} << 10))
+      << "largest shape's own plan: " << largest_own;
+
+  // Through the runtime: the plan is made at load and serves every shape; the per-shape runtime plans each one.
+  runtime::ModelOptions free_options, per_shape_options;
+  free_options.reuse_generic_passes = per_shape_options.reuse_generic_passes = true;
+  per_shape_options.symbolic_plans = false;
+  auto a = runtime::Model::load(path, *backend, free_options);
+  auto b = runtime::Model::load(path, *backend, per_shape_options);
+  ASSERT_TRUE(a.is_ok() && b.is_ok());
+  ASSERT_TRUE((*a)->stats().symbolic_plan);
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    const Tensor x = random_tensor(shapes[i], static_cast<uint32_t>(60 + i));
+    auto ya = (*a)->run(x);
+    auto yb = (*b)->run(x);
+    ASSERT_TRUE(ya.is_ok() && yb.is_ok()) << shape_str(shapes[i]);
+    ASSERT_EQ(ya->describe(), yb->describe());
+    EXPECT_EQ(0, std::memcmp(ya->raw(), yb->raw(), yb->nbytes())) << shape_str(shapes[i]);
+  }
+  EXPECT_EQ((*a)->stats().plans_built, 1u);
+  EXPECT_EQ((*b)->stats().plans_built, 4u);
+}
+
 // The pipeline's device profile as the Vulkan plugin sees it: several threads calling one model with shapes that
-// come and go (plans made, replicated, evicted while other plans run), every result equal to a serial run's.
-TEST(VulkanPlugin, ThreadsPlanningAndEvictingShapesGetTheSerialResults) {
+// come and go, every result equal to a serial run's. Per shape: plans made, replicated, evicted while other plans
+// run. With the plan for every shape: its instances made and reused while the other threads wait for it.
+class VulkanThreads : public ::testing::TestWithParam<bool> {};
+
+TEST_P(VulkanThreads, PlanningAndEvictingShapesGetTheSerialResults) {
   SO_VULKAN_OR_SKIP();
   SO_REQUIRE_MODELS();
   auto backend = runtime::create_backend("vulkan");
@@ -197,6 +268,7 @@ TEST(VulkanPlugin, ThreadsPlanningAndEvictingShapesGetTheSerialResults) {
   mo.max_replicas = 2;
   mo.max_cached_shapes = 3;  // fewer than the shapes below: plans are evicted while others run
   mo.reuse_generic_passes = true;
+  mo.symbolic_plans = GetParam();
   mo.fallbacks = runtime::fallback_chain("vulkan");
   auto model = runtime::Model::load(models_dir() + "/ch_ppocr_mobile_v2.0_cls_infer.onnx", *backend, mo);
   ASSERT_TRUE(model.is_ok()) << model.status().to_string();
@@ -232,7 +304,12 @@ TEST(VulkanPlugin, ThreadsPlanningAndEvictingShapesGetTheSerialResults) {
   for (auto& t : threads) t.join();
   EXPECT_EQ(errors.load(), 0);
   EXPECT_EQ(mismatches.load(), 0);
+  EXPECT_EQ((*model)->stats().symbolic_plan, GetParam());
 }
+
+INSTANTIATE_TEST_SUITE_P(Plans, VulkanThreads, ::testing::Bool(), [](const ::testing::TestParamInfo<bool>& info) {
+  return info.param ? "OneForEveryShape" : "PerShape";
+});
 
 }  // namespace
 }  // namespace steadyocr::testing

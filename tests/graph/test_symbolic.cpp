@@ -205,6 +205,28 @@ TEST(Symbols, InferenceGivesEveryShapeAsAnExpression) {
   }
 }
 
+// A LayerNorm whose scale spans normalised axes that are symbols: the scale must broadcast to them, so the symbols
+// are assumed equal to its sizes, and an input shape that breaks that does not fit (the plain path names it) rather
+// than reaching a backend with a scale it cannot apply.
+TEST(Symbols, LayerNormScaleFixesTheAxesItSpans) {
+  Graph g;
+  Value* x = g.add_value("x", DType::kF32, {-1, 3, -1, -1});
+  g.inputs().push_back(x);
+  Value* scale = g.add_constant("scale", testing::random_tensor({4, 5}, 3));
+  Value* y = g.add_value("y");
+  g.add_node(OpKind::kLayerNorm, "norm", {x, scale}, {y}, LayerNormAttrs{1, 1e-5f});
+  g.outputs().push_back(y);
+  Graph sym = g.clone();
+  Status st = specialize_symbolic(sym, testing::ref_passes());
+  ASSERT_TRUE(st.is_ok()) << st.to_string();
+  EXPECT_TRUE(instantiate(sym, {{2, 3, 4, 5}}).is_ok());
+  for (const Shape& bad : std::vector<Shape>{{2, 3, 7, 5}, {2, 3, 4, 10}}) {
+    EXPECT_FALSE(instantiate(sym, {bad}).is_ok()) << shape_str(bad);
+    Graph plain = g.clone();
+    EXPECT_FALSE(specialize(plain, {bad}, testing::ref_passes()).is_ok()) << shape_str(bad);
+  }
+}
+
 // The real models: specialised once on symbols and optimised, then instantiated for shapes the pipeline makes, each
 // against the whole pass pipeline run on that shape: the same ops in the same order with the same output shapes.
 struct ModelCase {

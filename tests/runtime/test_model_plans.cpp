@@ -182,5 +182,68 @@ TEST(ModelPlans, WarmUpInstancesServeConcurrentCallersIdentically) {
   EXPECT_EQ((*m)->stats().runs, 9u);
 }
 
+// A backend whose plan for every shape declines inputs wider than `widest` at run time, as the Vulkan plan declines
+// a shape past a device limit; everything else is the host backend's.
+class DecliningBackend final : public Backend {
+ public:
+  DecliningBackend(std::shared_ptr<Backend> inner, int64_t widest) : inner_(std::move(inner)), widest_(widest) {}
+  std::string name() const override { return inner_->name(); }
+  DeviceInfo device_info() const override { return inner_->device_info(); }
+  bool supports(const graph::Node& node) const override { return inner_->supports(node); }
+  Result<std::unique_ptr<PreparedGraph>> prepare(const graph::Graph& graph) override { return inner_->prepare(graph); }
+  Result<std::unique_ptr<PreparedGraph>> prepare_symbolic(const graph::Graph& graph) override {
+    ASSIGN_OR_RETURN(std::unique_ptr<PreparedGraph> p, inner_->prepare_symbolic(graph));
+    return std::unique_ptr<PreparedGraph>(new Declining(std::move(p), widest_));
+  }
+
+ private:
+  class Declining final : public PreparedGraph {
+   public:
+    Declining(std::unique_ptr<PreparedGraph> inner, int64_t widest) : inner_(std::move(inner)), widest_(widest) {}
+    Status run(const std::vector<Tensor>& inputs, std::vector<Tensor>* outputs) override {
+      if (inputs[0].dim(-1) > widest_) return unsupported("wider than the device's limit in this test");
+      return inner_->run(inputs, outputs);
+    }
+
+   private:
+    std::unique_ptr<PreparedGraph> inner_;
+    int64_t widest_;
+  };
+  std::shared_ptr<Backend> inner_;
+  int64_t widest_;
+};
+
+// A shape the plan for every shape declines at run time is planned on its own, as every shape is without that plan:
+// the caller gets the result, not the refusal; the decline is counted and logged, and asked only once per shape.
+TEST(ModelPlans, AShapeTheOnePlanDeclinesIsPlannedOnItsOwn) {
+  SO_REQUIRE_MODELS();
+  auto host = host_backend();
+  auto declining = std::make_shared<DecliningBackend>(host, 160);
+  const std::string path = testing::models_dir() + "/ch_ppocr_mobile_v2.0_cls_infer.onnx";
+  ModelOptions o;
+  o.reuse_generic_passes = true;
+  auto m = Model::load(path, declining, o);
+  auto plain = Model::load(path, host, ModelOptions{});
+  ASSERT_TRUE(m.is_ok() && plain.is_ok());
+  if (!(*m)->stats().symbolic_plan) GTEST_SKIP() << host->name() << " makes no plan for every shape";
+  const double before =
+      metrics::value("steadyocr_model_symbolic_declined_total", {{"model", "ch_ppocr_mobile_v2.0_cls_infer.onnx"}});
+  const Tensor narrow = testing::random_tensor({2, 3, 48, 128}, 3);
+  const Tensor wide = testing::random_tensor({2, 3, 48, 192}, 4);
+  for (const Tensor* x : {&narrow, &wide, &wide, &narrow}) {
+    auto got = (*m)->run(*x);
+    auto want = (*plain)->run(*x);
+    ASSERT_TRUE(got.is_ok()) << shape_str(x->shape()) << ": " << got.status().to_string();
+    ASSERT_TRUE(want.is_ok());
+    EXPECT_LT(testing::compare(*got, *want).nmse, 1e-9) << shape_str(x->shape());
+  }
+  EXPECT_EQ(
+      metrics::value("steadyocr_model_symbolic_declined_total", {{"model", "ch_ppocr_mobile_v2.0_cls_infer.onnx"}}) -
+          before,
+      1.0);
+  EXPECT_EQ((*m)->stats().plans_built, 2u);  // the plan for every shape, and the wide shape's own
+  EXPECT_EQ((*m)->stats().runs, 4u);
+}
+
 }  // namespace
 }  // namespace steadyocr::runtime

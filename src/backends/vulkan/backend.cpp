@@ -29,7 +29,8 @@ const char* type_name(int t) {
 
 class VulkanBackend final : public Backend {
  public:
-  VulkanBackend(std::shared_ptr<Device> device, bool f16) : device_(std::move(device)), weights_(device_), f16_(f16) {}
+  VulkanBackend(std::shared_ptr<Device> device, bool f16)
+      : device_(std::move(device)), weights_(std::make_shared<WeightCache>(device_)), f16_(f16) {}
 
   std::string name() const override { return f16_ ? "vulkan-fp16" : "vulkan"; }
 
@@ -59,10 +60,7 @@ class VulkanBackend final : public Backend {
   }
 
   Result<std::unique_ptr<PreparedGraph>> prepare(const graph::Graph& graph) override {
-    if (device_->lost()) {
-      return vk_status(StatusCode::kDeviceFault, "L3_VULKAN_DEVICE_LOST",
-                       "the Vulkan device was lost: restart the process (the engine's recovery does)");
-    }
+    RETURN_IF_ERROR(device_usable());
     graph::Graph g = graph.clone();
     graph::expand_epilogues(g);  // every stage is its own dispatch
     for (const auto& n : g.nodes()) {
@@ -72,13 +70,24 @@ class VulkanBackend final : public Backend {
         return unsupported(fmt::format("{}: {}", n->describe(), why.empty() ? "no fp16-storage kernel" : why));
       }
     }
-    ASSIGN_OR_RETURN(std::unique_ptr<Plan> plan, Plan::build(g, device_, &weights_, f16_));
+    ASSIGN_OR_RETURN(std::unique_ptr<Plan> plan, Plan::build(g, device_, weights_.get(), f16_));
+    return std::unique_ptr<PreparedGraph>(std::move(plan));
+  }
+
+  Result<std::unique_ptr<PreparedGraph>> prepare_symbolic(const graph::Graph& graph) override {
+    RETURN_IF_ERROR(device_usable());
+    ASSIGN_OR_RETURN(std::unique_ptr<SymbolicPlan> plan, SymbolicPlan::create(graph, device_, weights_, f16_));
     return std::unique_ptr<PreparedGraph>(std::move(plan));
   }
 
  private:
+  Status device_usable() const {
+    if (!device_->lost()) return Status::ok();
+    return vk_status(StatusCode::kDeviceFault, "L3_VULKAN_DEVICE_LOST",
+                     "the Vulkan device was lost: restart the process (the engine's recovery does)");
+  }
   std::shared_ptr<Device> device_;
-  WeightCache weights_;
+  std::shared_ptr<WeightCache> weights_;  // shared with the shape-free plans, which build instances after prepare
   bool f16_;
 };
 

@@ -8,6 +8,9 @@
 
 #include "backends/common/schedule.h"
 #include "core/content_hash.h"
+#include "core/log.h"
+#include "core/timer.h"
+#include "graph/symbolic.h"
 
 namespace steadyocr::vk {
 namespace {
@@ -172,7 +175,7 @@ Result<int> PlanBuilder::in(const graph::Value* v) {
   b.bytes = static_cast<size_t>(v->constant.numel()) * element_bytes(b.dtype);
   b.kind = BufKind::kWeight;
   b.weight = std::move(w);
-  b.name = v->name;
+  b.value = v;
   bufs_.push_back(std::move(b));
   const int id = static_cast<int>(bufs_.size()) - 1;
   of_value_[v] = id;
@@ -184,7 +187,7 @@ int PlanBuilder::out(const graph::Value* v) {
   b.dtype = v->dtype;
   b.shape = v->shape;
   b.bytes = static_cast<size_t>(shape_numel(v->shape)) * element_bytes(v->dtype);
-  b.name = v->name;
+  b.value = v;
   bufs_.push_back(std::move(b));
   const int id = static_cast<int>(bufs_.size()) - 1;
   of_value_[v] = id;
@@ -198,7 +201,7 @@ int PlanBuilder::view(const graph::Value* v, int of) {
   b.bytes = static_cast<size_t>(shape_numel(v->shape)) * element_bytes(v->dtype);
   b.kind = BufKind::kView;
   b.root = of;
-  b.name = v->name;
+  b.value = v;
   bufs_.push_back(std::move(b));
   const int id = static_cast<int>(bufs_.size()) - 1;
   of_value_[v] = id;
@@ -213,7 +216,7 @@ Status PlanBuilder::constant(const graph::Value* v, const Tensor& t) {
   b.bytes = static_cast<size_t>(t.numel()) * element_bytes(t.dtype());
   b.kind = BufKind::kWeight;
   b.weight = std::move(w);
-  b.name = v->name;
+  b.value = v;
   bufs_.push_back(std::move(b));
   of_value_[v] = static_cast<int>(bufs_.size()) - 1;
   return Status::ok();
@@ -226,7 +229,6 @@ Result<int> PlanBuilder::table(const std::vector<float>& values, const std::stri
   b.bytes = values.size() * element_bytes(DType::kF32);
   b.kind = BufKind::kWeight;
   b.weight = std::move(w);
-  b.name = name;
   bufs_.push_back(std::move(b));
   return static_cast<int>(bufs_.size()) - 1;
 }
@@ -236,7 +238,7 @@ void PlanBuilder::add(Dispatch d, const graph::Node& n) {
     if (t >= 0) touch(t);  // -1: an optional operand that is absent
   }
   d.f16 = f16_ && d.shader != Shader::kCast && !d.words;
-  if (d.label.empty()) d.label = fmt::format("{} ({})", n.describe(), shader_code(d.shader, d.f16).name);
+  d.node = &n;
   dispatches_.push_back(std::move(d));
 }
 
@@ -260,15 +262,23 @@ void PlanBuilder::add_rows(Shader s, std::vector<uint32_t> params, std::vector<i
 }
 
 Result<std::unique_ptr<Plan>> Plan::build(const graph::Graph& g, std::shared_ptr<Device> device, WeightCache* weights,
-                                          bool f16) {
+                                          bool f16, const InstanceContext& context) {
   PlanBuilder b(device, weights, f16);
+  if (context.order) {  // an instance of a shape-free plan: about as many as its schedule's nodes
+    b.bufs_.reserve(3 * context.order->size());
+    b.dispatches_.reserve(context.order->size() + 16);
+    b.of_value_.reserve(3 * context.order->size());
+  }
   for (const graph::Value* v : g.inputs()) {
     if (!v->has_static_shape()) return invalid_argument(fmt::format("input '{}' has no static shape", v->name));
     const int id = b.out(v);
     b.bufs_[static_cast<size_t>(id)].live.whole_run();
   }
-  ASSIGN_OR_RETURN(std::vector<const graph::Node*> order, common::schedule(g, common::ScheduleOrder::kGraph));
-  for (const graph::Node* n : order) {
+  std::vector<const graph::Node*> scheduled;
+  if (!context.order) {
+    ASSIGN_OR_RETURN(scheduled, common::schedule(g, common::ScheduleOrder::kGraph));
+  }
+  for (const graph::Node* n : context.order ? *context.order : scheduled) {
     if (common::is_folded(*n)) continue;
     std::string why;
     if (!op_supported(*n, &why)) return unsupported(fmt::format("{}: {}", n->describe(), why));
@@ -277,12 +287,12 @@ Result<std::unique_ptr<Plan>> Plan::build(const graph::Graph& g, std::shared_ptr
   }
   std::unique_ptr<Plan> plan(new Plan());
   plan->device_ = std::move(device);
-  RETURN_IF_ERROR(plan->finish(b, g));
+  RETURN_IF_ERROR(plan->finish(b, g, context.shared));
   RETURN_IF_ERROR(plan->record());
   return plan;
 }
 
-Status Plan::finish(PlanBuilder& b, const graph::Graph& g) {
+Status Plan::finish(PlanBuilder& b, const graph::Graph& g, SharedBuffers* shared) {
   // Graph outputs: computed ones live for the whole run; a constant output gets a weight buffer.
   for (const graph::Value* v : g.outputs()) {
     ASSIGN_OR_RETURN(int id, b.in(v));
@@ -325,7 +335,26 @@ Status Plan::finish(PlanBuilder& b, const graph::Graph& g) {
   for (const graph::Value* v : g.inputs()) inputs_.push_back(port(v, b.of_value_.at(v), &in_bytes));
   for (const graph::Value* v : g.outputs()) outputs_.push_back(port(v, b.of_value_.at(v), &out_bytes));
 
-  ASSIGN_OR_RETURN(arena_, device_->allocate(std::max<size_t>(layout.bytes, 16), Memory::kDevice, "plan arena"));
+  // Own buffers, or the shared ones, replaced by larger ones when this shape needs more (with a quarter's headroom,
+  // so that a run of growing shapes does not replace them every time).
+  auto place = [&](std::shared_ptr<DeviceBuffer>* own, std::shared_ptr<DeviceBuffer>* common, size_t need, Memory kind,
+                   const char* what) -> Status {
+    need = std::max<size_t>(need, 16);
+    if (!common) {
+      ASSIGN_OR_RETURN(*own, device_->allocate(need, kind, what));
+      return Status::ok();
+    }
+    if (!*common || (*common)->bytes() < need) {
+      const size_t grown = *common ? std::max(need, (*common)->bytes() + (*common)->bytes() / 4) : need;
+      if (*common) shared->grown = true;
+      common->reset();  // the instances that hold the old buffer keep it until they go
+      ASSIGN_OR_RETURN(*common, device_->allocate(grown, kind, what));
+    }
+    *own = *common;
+    return Status::ok();
+  };
+  shared_ = shared != nullptr;
+  RETURN_IF_ERROR(place(&arena_, shared ? &shared->arena : nullptr, layout.bytes, Memory::kDevice, "plan arena"));
   size_t param_bytes = 0;
   for (const Dispatch& d : dispatches_) {
     param_offsets_.push_back(param_bytes);
@@ -336,10 +365,10 @@ Status Plan::finish(PlanBuilder& b, const graph::Graph& g) {
     std::memcpy(static_cast<char*>(params_->map()) + param_offsets_[i], dispatches_[i].params.data(),
                 dispatches_[i].params.size() * 4);
   }
-  ASSIGN_OR_RETURN(staging_in_,
-                   device_->allocate(std::max<size_t>(in_bytes, 16), Memory::kHostUpload, "input staging"));
-  ASSIGN_OR_RETURN(staging_out_,
-                   device_->allocate(std::max<size_t>(out_bytes, 16), Memory::kHostReadback, "output staging"));
+  RETURN_IF_ERROR(
+      place(&staging_in_, shared ? &shared->staging_in : nullptr, in_bytes, Memory::kHostUpload, "input staging"));
+  RETURN_IF_ERROR(place(&staging_out_, shared ? &shared->staging_out : nullptr, out_bytes, Memory::kHostReadback,
+                        "output staging"));
   return Status::ok();
 }
 
@@ -396,10 +425,12 @@ Status Plan::record() {
       if (root.bytes > device_->max_binding_bytes()) {
         return Status(
             StatusCode::kResourceExhausted,
-            fmt::format("{}: tensor '{}' ({:.1f} MiB) is larger than the device's largest storage buffer "
+            fmt::format("{} ({}): tensor '{}' ({:.1f} MiB) is larger than the device's largest storage buffer "
                         "binding (maxStorageBufferRange {:.1f} MiB): use smaller inputs (--det-limit-side) or "
                         "another backend",
-                        d.label, x.name, root.bytes / 1048576.0, device_->max_binding_bytes() / 1048576.0));
+                        d.node ? d.node->describe() : std::string("a dispatch"), shader_code(d.shader, d.f16).name,
+                        x.value ? x.value->name : std::string("a table"), root.bytes / 1048576.0,
+                        device_->max_binding_bytes() / 1048576.0));
       }
     }
   }
@@ -481,6 +512,9 @@ Status Plan::record() {
   barrier(VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT, VK_PIPELINE_STAGE_HOST_BIT,
           VK_ACCESS_HOST_READ_BIT);
   if ((r = a.vkEndCommandBuffer(cmd_)) != VK_SUCCESS) return vk_error(r, "vkEndCommandBuffer");
+  // The graph it was built from need not outlive the plan.
+  for (Dispatch& d : dispatches_) d.node = nullptr;
+  for (Buf& x : bufs_) x.value = nullptr;
   return Status::ok();
 }
 
@@ -490,7 +524,8 @@ Plan::~Plan() {
   const VkDevice dev = device_->handle();
   if (fence_ && !device_->settle(fence_, "running the plan")) {
     // The device may still run the command buffer: its objects and memory are leaked, not freed (logged by settle).
-    for (auto* b : {&arena_, &params_, &staging_in_, &staging_out_}) leak(std::move(*b));
+    for (auto* b : {&arena_, &staging_in_, &staging_out_}) leak(std::move(*b));
+    leak(std::move(params_));
     for (const Buf& x : bufs_) {
       if (x.kind == BufKind::kWeight) leak(x.weight.chunk);
     }
@@ -503,8 +538,9 @@ Plan::~Plan() {
 }
 
 size_t Plan::workspace_bytes() const {
-  size_t b = 0;
-  for (const auto* x : {&arena_, &params_, &staging_in_, &staging_out_}) b += *x ? (*x)->bytes() : 0;
+  size_t b = params_ ? params_->bytes() : 0;
+  if (shared_) return b;  // the arena and staging are the SymbolicPlan's, counted once there
+  for (const auto* x : {&arena_, &staging_in_, &staging_out_}) b += *x ? (*x)->bytes() : 0;
   return b;
 }
 
@@ -542,6 +578,115 @@ Status Plan::run(const std::vector<Tensor>& inputs, std::vector<Tensor>* outputs
     outputs->push_back(std::move(t));
   }
   return Status::ok();
+}
+
+// ---- one plan for every input shape --------------------------------------------------------------------------------
+
+Result<std::unique_ptr<SymbolicPlan>> SymbolicPlan::create(const graph::Graph& graph, std::shared_ptr<Device> device,
+                                                           std::shared_ptr<WeightCache> weights, bool f16) {
+  if (!graph.symbols()) return unsupported(fmt::format("'{}' was not specialised on symbols", graph.name()));
+  std::unique_ptr<SymbolicPlan> plan(new SymbolicPlan());
+  plan->device_ = std::move(device);
+  plan->weights_ = std::move(weights);
+  plan->f16_ = f16;
+  plan->graph_ = graph.clone();
+  graph::expand_epilogues(plan->graph_);  // every stage is its own dispatch, as in Backend::prepare
+  for (const auto& v : plan->graph_.values()) {
+    if (graph::has_symbols(v->shape)) plan->symbolic_values_.emplace_back(v.get(), v->shape);
+  }
+  for (const graph::Value* v : plan->graph_.inputs()) plan->input_shapes_.push_back(v->shape);
+  for (const auto& n : plan->graph_.nodes()) {
+    if (n->op != graph::OpKind::kReshape) continue;
+    const Shape& target = n->attr<graph::ReshapeAttrs>().shape;
+    if (graph::has_symbols(target)) plan->symbolic_reshapes_.emplace_back(n.get(), target);
+  }
+  ASSIGN_OR_RETURN(plan->order_, common::schedule(plan->graph_, common::ScheduleOrder::kGraph));
+  // Checked once on the symbolic shapes; the element-count limit (2^31) again by each instance's build, where a
+  // shape over it is declined (the runtime then plans that shape on its own, placing what the device cannot run).
+  for (const graph::Node* n : plan->order_) {
+    if (common::is_folded(*n)) continue;
+    if (f16 && n->op == graph::OpKind::kCast && n->input(0) && n->output() &&
+        n->input(0)->dtype != n->output()->dtype &&
+        (n->input(0)->dtype == DType::kF32 || n->output()->dtype == DType::kF32)) {
+      return unsupported(fmt::format("{}: no fp16-storage kernel", n->describe()));
+    }
+    std::string why;
+    if (!op_supported(*n, &why)) {
+      return unsupported(fmt::format("{}: {}", n->describe(), why));
+    }
+  }
+  return plan;
+}
+
+SymbolicPlan::~SymbolicPlan() {
+  instances_.clear();  // before the shared buffers they run on
+}
+
+size_t SymbolicPlan::workspace_bytes() const {
+  size_t b = 0;
+  for (const auto* x : {&shared_.arena, &shared_.staging_in, &shared_.staging_out}) b += *x ? (*x)->bytes() : 0;
+  for (const auto& [shapes, plan] : instances_) b += plan->workspace_bytes();
+  return b;
+}
+
+Result<Plan*> SymbolicPlan::instance(const std::vector<Tensor>& inputs) {
+  for (auto it = instances_.rbegin(); it != instances_.rend(); ++it) {
+    const std::vector<Shape>& shapes = it->first;
+    bool same = shapes.size() == inputs.size();
+    for (size_t i = 0; same && i < inputs.size(); ++i) same = shapes[i] == inputs[i].shape();
+    if (!same) continue;
+    if (it != instances_.rbegin()) std::rotate(std::prev(it.base()), it.base(), instances_.end());
+    return instances_.back().second.get();
+  }
+  Stopwatch sw;
+  std::vector<Shape> shapes;
+  for (const Tensor& t : inputs) shapes.push_back(t.shape());
+  const std::vector<graph::Value*>& declared = graph_.inputs();
+  if (shapes.size() != declared.size()) {
+    return invalid_argument(fmt::format("the plan takes {} inputs, {} given", declared.size(), shapes.size()));
+  }
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    const Shape& symbolic = input_shapes_[i];
+    bool fits = shapes[i].size() == symbolic.size() && inputs[i].dtype() == declared[i]->dtype;
+    for (size_t d = 0; fits && d < shapes[i].size(); ++d) {
+      const int64_t want = symbolic[d];
+      fits = shapes[i][d] > 0 && (graph::is_symbolic(want) || want == shapes[i][d]);
+    }
+    if (!fits) {
+      return invalid_argument(fmt::format("input '{}' is {}, the plan takes {} {}", declared[i]->name,
+                                          inputs[i].describe(), dtype_name(declared[i]->dtype),
+                                          graph_.symbols()->describe(symbolic)));
+    }
+  }
+  graph::SymbolValues values;
+  RETURN_IF_ERROR(graph_.symbols()->evaluate(shapes, &values));
+  for (auto& [v, symbolic] : symbolic_values_) {
+    v->shape = values.shape(symbolic);
+    for (int64_t d : v->shape) {
+      if (d <= 0) {  // a window larger than its input, say
+        return invalid_argument(fmt::format("'{}' would have the shape {} for input {}", v->name, shape_str(v->shape),
+                                            shape_str(shapes[0])));
+      }
+    }
+  }
+  for (auto& [n, target] : symbolic_reshapes_) n->attr<graph::ReshapeAttrs>().shape = n->output()->shape;
+  InstanceContext context{&order_, &shared_};
+  shared_.grown = false;
+  auto built = Plan::build(graph_, device_, weights_.get(), f16_, context);
+  if (!built.is_ok()) return built.status();
+  if (shared_.grown) instances_.clear();  // they hold the smaller buffers: freed now, rebuilt when seen again
+  if (instances_.size() >= kInstancesKept) instances_.erase(instances_.begin());
+  instances_.emplace_back(std::move(shapes), std::move(built).value());
+  last_plan_ms_ = sw.elapsed_ms();
+  log::debug("vulkan", "{}: instance for {} in {:.2f} ms ({} kept)", graph_.name(),
+             shape_str(instances_.back().first[0]), last_plan_ms_, instances_.size());
+  return instances_.back().second.get();
+}
+
+Status SymbolicPlan::run(const std::vector<Tensor>& inputs, std::vector<Tensor>* outputs) {
+  last_plan_ms_ = 0;
+  ASSIGN_OR_RETURN(Plan * plan, instance(inputs));
+  return plan->run(inputs, outputs);
 }
 
 }  // namespace steadyocr::vk

@@ -9,6 +9,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "backends/backend.h"
@@ -73,8 +74,8 @@ struct Buf {
   int root = -1;  // kView: the buffer holding the bytes
   WeightRef weight;
   common::ArenaBuffer live;
-  size_t offset = 0;  // arena offset of a kArena buffer
-  std::string name;
+  size_t offset = 0;                    // arena offset of a kArena buffer
+  const graph::Value* value = nullptr;  // for messages while the plan is built (a table has none)
 };
 
 struct Dispatch {
@@ -84,7 +85,7 @@ struct Dispatch {
   std::vector<uint32_t> params;
   std::vector<int> tensors;  // buffer ids for bindings 1.., in order
   uint32_t groups[3] = {1, 1, 1};
-  std::string label;  // "Conv 'name' (gemm_conv)"
+  const graph::Node* node = nullptr;  // what it computes, for messages while the plan is built (null after)
 };
 
 class PlanBuilder {
@@ -126,21 +127,34 @@ class PlanBuilder {
   WeightCache* weights_;
   bool f16_ = false;
   std::vector<Buf> bufs_;
-  std::map<const graph::Value*, int> of_value_;
+  std::unordered_map<const graph::Value*, int> of_value_;
   std::vector<Dispatch> dispatches_;
+};
+
+// Device memory the instances of one shape-free plan (SymbolicPlan) take turns on, one run at a time: the arena and
+// the staging buffers, grown to the largest input shape seen.
+struct SharedBuffers {
+  std::shared_ptr<DeviceBuffer> arena, staging_in, staging_out;
+  bool grown = false;  // set by the build that replaced one of them (the instances made before hold the old one)
+};
+
+// What a shape-free plan hands each instance it builds: its schedule, made once, and its shared buffers.
+struct InstanceContext {
+  const std::vector<const graph::Node*>* order = nullptr;
+  SharedBuffers* shared = nullptr;
 };
 
 class Plan final : public PreparedGraph {
  public:
   static Result<std::unique_ptr<Plan>> build(const graph::Graph& g, std::shared_ptr<Device> device,
-                                             WeightCache* weights, bool f16);
+                                             WeightCache* weights, bool f16, const InstanceContext& context = {});
   ~Plan() override;
   Status run(const std::vector<Tensor>& inputs, std::vector<Tensor>* outputs) override;
   size_t workspace_bytes() const override;
 
  private:
   Plan() = default;
-  Status finish(PlanBuilder& b, const graph::Graph& g);
+  Status finish(PlanBuilder& b, const graph::Graph& g, SharedBuffers* shared);
   Status record();
   struct Port {
     int buf = -1;
@@ -156,12 +170,47 @@ class Plan final : public PreparedGraph {
   std::vector<Buf> bufs_;
   std::vector<Dispatch> dispatches_;
   std::vector<Port> inputs_, outputs_;
-  std::unique_ptr<DeviceBuffer> arena_, params_, staging_in_, staging_out_;
+  std::shared_ptr<DeviceBuffer> arena_, staging_in_, staging_out_;  // a SymbolicPlan's SharedBuffers, or its own
+  std::unique_ptr<DeviceBuffer> params_;
+  bool shared_ = false;  // arena and staging belong to a SymbolicPlan (workspace_bytes counts the parameters only)
   std::vector<size_t> param_offsets_;
   VkDescriptorPool pool_ = VK_NULL_HANDLE;
   VkCommandPool cmd_pool_ = VK_NULL_HANDLE;
   VkCommandBuffer cmd_ = VK_NULL_HANDLE;
   VkFence fence_ = VK_NULL_HANDLE;
+};
+
+// One plan for every input shape of a graph specialised on symbols (Backend::prepare_symbolic): a new input shape
+// evaluates the symbols, writes the shapes into the plan's own copy of the graph, and builds an instance of it (the
+// node walk, the arena's placement, one command buffer: no graph passes, no clone, no schedule, and the weights
+// already on the device) on one arena and staging pair shared by every instance. Instances of the last
+// kInstancesKept shapes are kept; a shape seen again plans nothing. Runs one call at a time, as every PreparedGraph.
+class SymbolicPlan final : public PreparedGraph {
+ public:
+  static constexpr size_t kInstancesKept = 64;
+  // Unsupported when a node has no Vulkan kernel for its dtypes (the runtime then plans per shape and places it).
+  static Result<std::unique_ptr<SymbolicPlan>> create(const graph::Graph& graph, std::shared_ptr<Device> device,
+                                                      std::shared_ptr<WeightCache> weights, bool f16);
+  ~SymbolicPlan() override;
+  Status run(const std::vector<Tensor>& inputs, std::vector<Tensor>* outputs) override;
+  size_t workspace_bytes() const override;
+  double last_plan_ms() const override { return last_plan_ms_; }
+  size_t instances() const { return instances_.size(); }
+
+ private:
+  SymbolicPlan() = default;
+  Result<Plan*> instance(const std::vector<Tensor>& inputs);
+  std::shared_ptr<Device> device_;
+  std::shared_ptr<WeightCache> weights_;
+  bool f16_ = false;
+  graph::Graph graph_;  // the symbolic graph, epilogues expanded; its shapes are rewritten for each new input shape
+  std::vector<std::pair<graph::Value*, Shape>> symbolic_values_;   // every value whose shape has symbols, and it
+  std::vector<std::pair<graph::Node*, Shape>> symbolic_reshapes_;  // Reshape targets with symbols
+  std::vector<const graph::Node*> order_;
+  std::vector<Shape> input_shapes_;  // the inputs' symbolic shapes (graph_'s are rewritten)
+  SharedBuffers shared_;
+  std::vector<std::pair<std::vector<Shape>, std::unique_ptr<Plan>>> instances_;  // most recently used last
+  double last_plan_ms_ = 0;
 };
 
 // What the backend runs, and why not (ops.cpp).

@@ -16,7 +16,7 @@
 extern "C" {
 #endif
 
-#define STEADYOCR_VULKAN_API_VERSION 1u
+#define STEADYOCR_VULKAN_API_VERSION 2u /* 2: prepare_symbolic, last_plan_ms */
 #define STEADYOCR_VULKAN_INIT_SYMBOL "steadyocr_vulkan_init"
 
 /* What the loader and the instance report. Every field is filled as far as the calls succeed; `finding` and `error`
@@ -74,6 +74,12 @@ typedef struct SteadyocrVulkanApi {
   int (*run)(void* prepared, const void* inputs, void* outputs, SoPluginStatus* status);
   size_t (*workspace_bytes)(void* prepared);
   void (*destroy_prepared)(void* prepared);
+
+  /* One plan for every input shape of a graph specialised on symbols (Backend::prepare_symbolic); an
+   * UNSUPPORTED status where it declines (the host then plans per shape). */
+  int (*prepare_symbolic)(void* backend, const void* graph, void** prepared, SoPluginStatus* status);
+  /* Host milliseconds the last run of `prepared` spent planning for its input shape (PreparedGraph::last_plan_ms). */
+  double (*last_plan_ms)(void* prepared);
 
   /* Doctor checks by name ("chain": loader, instance, devices, queue, memory, a small shader against the host);
    * result is JSON text {"status":"pass|fail|could_not_run","code":"...","steps":[...]}. 0 when it ran. */
