@@ -673,8 +673,8 @@ Result<Plan*> SymbolicPlan::instance(const std::vector<Tensor>& inputs) {
   InstanceContext context{&order_, &shared_};
   shared_.grown = false;
   auto built = Plan::build(graph_, device_, weights_.get(), f16_, context);
-  if (!built.is_ok()) return built.status();
   if (shared_.grown) instances_.clear();  // they hold the smaller buffers: freed now, rebuilt when seen again
+  if (!built.is_ok()) return built.status();
   if (instances_.size() >= kInstancesKept) instances_.erase(instances_.begin());
   instances_.emplace_back(std::move(shapes), std::move(built).value());
   last_plan_ms_ = sw.elapsed_ms();
