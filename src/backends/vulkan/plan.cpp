@@ -597,8 +597,7 @@ Result<std::unique_ptr<SymbolicPlan>> SymbolicPlan::create(const graph::Graph& g
   for (const graph::Value* v : plan->graph_.inputs()) plan->input_shapes_.push_back(v->shape);
   for (const auto& n : plan->graph_.nodes()) {
     if (n->op != graph::OpKind::kReshape) continue;
-    const Shape& target = n->attr<graph::ReshapeAttrs>().shape;
-    if (graph::has_symbols(target)) plan->symbolic_reshapes_.emplace_back(n.get(), target);
+    if (graph::has_symbols(n->attr<graph::ReshapeAttrs>().shape)) plan->symbolic_reshapes_.push_back(n.get());
   }
   ASSIGN_OR_RETURN(plan->order_, common::schedule(plan->graph_, common::ScheduleOrder::kGraph));
   // Checked once on the symbolic shapes; the element-count limit (2^31) again by each instance's build, where a
@@ -669,7 +668,8 @@ Result<Plan*> SymbolicPlan::instance(const std::vector<Tensor>& inputs) {
       }
     }
   }
-  for (auto& [n, target] : symbolic_reshapes_) n->attr<graph::ReshapeAttrs>().shape = n->output()->shape;
+  // Explicit sizes, as graph::instantiate writes them (no 0 or -1 left to resolve).
+  for (graph::Node* n : symbolic_reshapes_) n->attr<graph::ReshapeAttrs>().shape = n->output()->shape;
   InstanceContext context{&order_, &shared_};
   shared_.grown = false;
   auto built = Plan::build(graph_, device_, weights_.get(), f16_, context);

@@ -204,8 +204,8 @@ class SymbolicPlan final : public PreparedGraph {
   std::shared_ptr<WeightCache> weights_;
   bool f16_ = false;
   graph::Graph graph_;  // the symbolic graph, epilogues expanded; its shapes are rewritten for each new input shape
-  std::vector<std::pair<graph::Value*, Shape>> symbolic_values_;   // every value whose shape has symbols, and it
-  std::vector<std::pair<graph::Node*, Shape>> symbolic_reshapes_;  // Reshape targets with symbols
+  std::vector<std::pair<graph::Value*, Shape>> symbolic_values_;  // every value whose shape has symbols, and it
+  std::vector<graph::Node*> symbolic_reshapes_;                   // Reshapes whose target has symbols
   std::vector<const graph::Node*> order_;
   std::vector<Shape> input_shapes_;  // the inputs' symbolic shapes (graph_'s are rewritten)
   SharedBuffers shared_;
