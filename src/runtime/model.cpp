@@ -456,9 +456,10 @@ Result<Tensor> Model::run_call(const Tensor& input, CallInfo* info) {
     metrics::inc("steadyocr_model_symbolic_declined_total", {{"model", graph_.name()}});
     log::info("runtime", "{}: the plan for every input shape declines {} on {} ({}); that shape is planned on its own",
               graph_.name(), shape_str(input.shape()), backend_->name(), s.message());
+    const double declined_ms = sw.elapsed_ms();  // the declined attempt: planning, as the rest of this call's is
     CallInfo own;
     auto out = run_call(input, &own);
-    own.profile.plan_ms += profile.plan_ms + profile.run_ms;
+    own.profile.plan_ms += profile.plan_ms + declined_ms;
     if (info) *info = own;
     return out;
   }
