@@ -194,11 +194,21 @@ TEST_F(ServerLifecycle, WaitingRequestsDoNotHoldEveryConnectionThread) {
   Tally t;
   std::vector<std::thread> clients;
   std::atomic<int> answered{0};
+  auto in_flight = [&] {
+    auto m = s.client().Get("/metrics");
+    return m ? metric(m->body, "steadyocr_in_flight") : -1.0;
+  };
   for (int k = 0; k < 24; ++k) {
     clients.emplace_back([&] {
       t.add(s.client().Post("/v1/ocr", doc, "image/jpeg"), 0);
       ++answered;
     });
+    // The first one inside the engine before the other 23 come: 23 queued + 1 running is the capacity only once one
+    // runs. Sent all at once, the 24th could find 23 queued while the dispatcher had not yet taken the first (the
+    // pristine CI of a857441 answered one SERVER_BUSY).
+    for (int i = 0; k == 0 && i < 2000 && in_flight() < 1 && answered.load() == 0; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
   }
   // Every one of the 24 is admitted (queued, running or answered) before the probes below, which would otherwise
   // take the place of one still on its way (23 queued + 1 running is the capacity).
