@@ -301,9 +301,15 @@ bool Model::fits_symbolic_plan(const Shape& shape) const {
 Result<std::shared_ptr<Model::Plan>> Model::plan_for(const Shape& shape) {
   // Every shape the symbols fit: nothing to plan. Another (a wrong channel count, a broadcast the symbols assumed
   // away), or one the symbolic plan declined, takes the per-shape path, which plans it or names what is wrong.
+  // The symbols are evaluated outside the lock: it guards only the declined set and the per-shape plans.
+  std::shared_ptr<Plan> symbolic;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (symbolic_plan_ && !symbolic_declined_.count(shape) && fits_symbolic_plan(shape)) return symbolic_plan_;
+    if (symbolic_plan_ && !symbolic_declined_.count(shape)) symbolic = symbolic_plan_;
+  }
+  if (symbolic && fits_symbolic_plan(shape)) return symbolic;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
     for (auto it = plans_.begin(); it != plans_.end(); ++it) {
       if ((*it)->shape == shape) {
         auto p = *it;

@@ -49,15 +49,7 @@ class VulkanBackend final : public Backend {
     return i;
   }
 
-  bool supports(const graph::Node& node) const override {
-    // fp16 storage: f32 values are fp16 on the device, so a Cast to or from f32 has no kernel there.
-    if (f16_ && node.op == graph::OpKind::kCast && node.input(0) && node.output() &&
-        node.input(0)->dtype != node.output()->dtype &&
-        (node.input(0)->dtype == DType::kF32 || node.output()->dtype == DType::kF32)) {
-      return false;
-    }
-    return op_supported(node, nullptr);
-  }
+  bool supports(const graph::Node& node) const override { return op_supported(node, f16_, nullptr); }
 
   Result<std::unique_ptr<PreparedGraph>> prepare(const graph::Graph& graph) override {
     RETURN_IF_ERROR(device_usable());
@@ -66,8 +58,8 @@ class VulkanBackend final : public Backend {
     for (const auto& n : g.nodes()) {
       if (!supports(*n) && !common::is_folded(*n)) {
         std::string why;
-        op_supported(*n, &why);
-        return unsupported(fmt::format("{}: {}", n->describe(), why.empty() ? "no fp16-storage kernel" : why));
+        op_supported(*n, f16_, &why);
+        return unsupported(fmt::format("{}: {}", n->describe(), why));
       }
     }
     ASSIGN_OR_RETURN(std::unique_ptr<Plan> plan, Plan::build(g, device_, weights_.get(), f16_));

@@ -601,7 +601,12 @@ const common::OpTable<BuildFn>& op_table() {
 
 }  // namespace
 
-bool op_supported(const graph::Node& n, std::string* why) {
+bool op_supported(const graph::Node& n, bool f16_storage, std::string* why) {
+  if (f16_storage && n.op == OpKind::kCast && n.input(0) && n.output() && n.input(0)->dtype != n.output()->dtype &&
+      (n.input(0)->dtype == DType::kF32 || n.output()->dtype == DType::kF32)) {
+    if (why) *why = "no fp16-storage kernel (a cast to or from f32, whose values are fp16 on the device)";
+    return false;
+  }
   return op_table().supports(n, why);
 }
 

@@ -281,7 +281,7 @@ Result<std::unique_ptr<Plan>> Plan::build(const graph::Graph& g, std::shared_ptr
   for (const graph::Node* n : context.order ? *context.order : scheduled) {
     if (common::is_folded(*n)) continue;
     std::string why;
-    if (!op_supported(*n, &why)) return unsupported(fmt::format("{}: {}", n->describe(), why));
+    if (!op_supported(*n, f16, &why)) return unsupported(fmt::format("{}: {}", n->describe(), why));
     Status st = build_node(b, *n);
     if (!st.is_ok()) return Status(st.code(), fmt::format("{}: {}", n->describe(), st.message()));
   }
@@ -604,13 +604,8 @@ Result<std::unique_ptr<SymbolicPlan>> SymbolicPlan::create(const graph::Graph& g
   // shape over it is declined (the runtime then plans that shape on its own, placing what the device cannot run).
   for (const graph::Node* n : plan->order_) {
     if (common::is_folded(*n)) continue;
-    if (f16 && n->op == graph::OpKind::kCast && n->input(0) && n->output() &&
-        n->input(0)->dtype != n->output()->dtype &&
-        (n->input(0)->dtype == DType::kF32 || n->output()->dtype == DType::kF32)) {
-      return unsupported(fmt::format("{}: no fp16-storage kernel", n->describe()));
-    }
     std::string why;
-    if (!op_supported(*n, &why)) {
+    if (!op_supported(*n, f16, &why)) {
       return unsupported(fmt::format("{}: {}", n->describe(), why));
     }
   }

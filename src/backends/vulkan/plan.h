@@ -213,8 +213,9 @@ class SymbolicPlan final : public PreparedGraph {
   double last_plan_ms_ = 0;
 };
 
-// What the backend runs, and why not (ops.cpp).
-bool op_supported(const graph::Node& n, std::string* why);
+// What the backend runs, and why not (ops.cpp). With fp16 storage (f32 values are fp16 on the device) a Cast to or
+// from f32 has no kernel.
+bool op_supported(const graph::Node& n, bool f16_storage, std::string* why);
 // Builds the dispatches of one node.
 Status build_node(PlanBuilder& b, const graph::Node& n);
 
