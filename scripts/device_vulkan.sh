@@ -13,9 +13,12 @@
 #   build/tests/test_backends -- models ../shared/data/golden ../shared/data/synth-dev ../shared/data/sroie-dev \
 #   ../shared/data/reference ../shared/tools/ocr_eval.py ../shared/tools/peers scripts/compare_reference.py
 # Device (repo root, carry [".devbundle", ".gl"]): scripts/device_vulkan.sh
-#   PARTS="tests doctor e2e auto bench models peers" (default: all) picks the parts.
+#   PARTS="tests doctor e2e auto bench models peers newshape" (default: all) picks the parts. newshape: what a new
+#   input shape costs the host (issue 13), synth-dev and sroie-dev read cold on vulkan with one plan for every shape,
+#   on vulkan with --per-shape-plans and on cuda-fp16 (per shape), from the debug logs (scripts/new_shape_costs.py),
+#   and the two vulkan runs' lines compared.
 set -uo pipefail
-PARTS=${PARTS:-tests doctor e2e auto bench models peers}
+PARTS=${PARTS:-tests doctor e2e auto bench models peers newshape}
 want() { [[ " $PARTS " == *" $1 "* ]]; }
 REPO=$PWD
 OUT=${OUT:-/tmp/vulkan_out}
@@ -136,6 +139,21 @@ for set in synth-dev sroie-dev; do
   timeout 240 python3 $F/peers/ref_ppocr.py $F/models $F/$set $R/peer_torch_$set.json --runner torch --repeat 1 \
     >$R/peer_torch_$set.log 2>&1
   echo "== peer torch $set: exit $? $(tail -1 $R/peer_torch_$set.log)"
+done
+fi
+if want newshape; then
+for set in synth-dev sroie-dev; do
+  for v in "vulkan one" "vulkan pershape --per-shape-plans" "cuda-fp16 pershape"; do
+    set -- $v
+    tag=ns_${set}_$1_$2
+    timeout 300 ./env.sh bin/steadyocr --log-level debug ocr $F/$set --models $F/models --backend $1 ${3:-} \
+      --format json -o $R/$tag.json 2>$R/$tag.log
+    echo "== new shapes, $set $1 $2: exit $? $(tr '\r' '\n' <$R/$tag.log | grep -E '^ocr: ' | tail -1)"
+    grep -E 'WARN|ERROR' $R/$tag.log | sort | uniq -c | sort -rn | head -3 | cut -c1-200
+    python3 $REPO/scripts/new_shape_costs.py $R/$tag.log "$set $1 $2" | grep -v "on reference"
+  done
+  python3 $REPO/scripts/compare_ocr_lines.py $R/ns_${set}_vulkan_one.json $R/ns_${set}_vulkan_pershape.json "$set vulkan" \
+    "one plan against per shape"
 done
 fi
 tar czf "$OUT/vulkan.tgz" -C /tmp r
