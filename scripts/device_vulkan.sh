@@ -16,7 +16,7 @@
 #   PARTS="tests doctor e2e auto bench models peers newshape" (default: all) picks the parts. newshape: what a new
 #   input shape costs the host (issue 13), synth-dev and sroie-dev read cold on vulkan with one plan for every shape,
 #   on vulkan with --per-shape-plans and on cuda-fp16 (per shape), from the debug logs (scripts/new_shape_costs.py),
-#   and the two vulkan runs' lines compared.
+#   and the two vulkan runs' lines compared. VK_TESTS (a gtest filter): the tests part runs only those.
 set -uo pipefail
 PARTS=${PARTS:-tests doctor e2e auto bench models peers newshape}
 want() { [[ " $PARTS " == *" $1 "* ]]; }
@@ -44,7 +44,11 @@ summary() {  # name rc log
   echo "== $1: exit $2, $(grep -c '^\[       OK' "$3") ok, $(grep -c '^\[  FAILED  \].*(' "$3") failed, $(grep -c '^\[  SKIPPED \].*(' "$3") skipped"
   grep -E '^\[  FAILED  \].*\(' "$3" | sed 's/, where GetParam.*//' | head -20
 }
-if want tests; then
+if want tests && [ -n "${VK_TESTS:-}" ]; then  # only these (a gtest filter)
+timeout 300 $T --gtest_filter="$VK_TESTS" >$R/some.log 2>&1
+summary "$VK_TESTS" $? $R/some.log
+grep -E '^\[  SKIPPED \].*\(' $R/some.log | head -5
+elif want tests; then
 timeout 120 $T --gtest_filter='VulkanPlugin.*' >$R/plugin.log 2>&1
 summary "plugin" $? $R/plugin.log
 grep -E 'SKIPPED|Vulkan plugin' $R/plugin.log | head -5

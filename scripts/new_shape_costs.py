@@ -6,7 +6,7 @@
 Reads the runtime's per-shape lines ("planned MODEL for SHAPE on BACKEND in X ms (passes P, prepare Q)") and the
 Vulkan shape-free plan's ("MODEL: instance for SHAPE in X ms (N kept)"), and prints per model: how many new shapes,
 median / p90 / max, how many under 0.5 ms, per model and backend. The first shape of each (start-up: shader
-compilation, first allocations) is listed apart; so is every shape-free instance made on an emptied cache ("(1 kept)":
+compilation, first allocations), and of each worker process restarted after it, is listed apart; so is every shape-free instance made on an emptied cache ("(1 kept)":
 the shared buffers grew, or a worker restarted), which is counted in the figures but named.
 """
 import re
@@ -14,35 +14,53 @@ import statistics
 import sys
 
 PER_SHAPE = re.compile(r"planned (\S+) for (\S+) on (\S+) in ([\d.]+) ms \(passes")
-SHAPE_FREE = re.compile(r"(\S+): instance for (\S+) in ([\d.]+) ms \((\d+) kept\)")
+SHAPE_FREE = re.compile(r"(\S+): instance for (\S+) in ([\d.]+) ms \((?:(.*); )?(\d+) kept\)")
+PHASE = re.compile(r"(\w+) ([\d.]+)")
+# A worker process (re)starting: its first shapes of each model are start-ups again (shader compilation).
+RESTART = re.compile(r"\[worker\] .*jobs at once")
 
 
 def main():
     if len(sys.argv) < 2:
         sys.exit(__doc__)
     label = sys.argv[2] if len(sys.argv) > 2 else sys.argv[1]
-    costs, first, emptied = {}, {}, {}
+    costs, first, emptied, restarts, phases = {}, {}, {}, {}, {}
+    fresh_process = set()  # models whose next shape is a restarted worker's first
     for line in open(sys.argv[1], errors="replace"):
+        if RESTART.search(line):
+            fresh_process = set(first)
+            continue
         m = SHAPE_FREE.search(line)
         if m:
             key, ms = (m.group(1), "vulkan, one plan"), float(m.group(3))
-            fresh = m.group(4) == "1"
+            fresh = m.group(5) == "1"
+            split = dict((k, float(v)) for k, v in PHASE.findall(m.group(4) or ""))
         else:
             m = PER_SHAPE.search(line)
             if not m:
                 continue
             key, ms, fresh = (m.group(1), m.group(3) + ", per shape"), float(m.group(4)), False
+            split = {}
         if key not in first:
             first[key] = ms
             continue
+        if key in fresh_process:
+            fresh_process.discard(key)
+            restarts.setdefault(key, []).append(ms)
+            continue
         costs.setdefault(key, []).append(ms)
         emptied[key] = emptied.get(key, 0) + fresh
+        for k, v in split.items():
+            phases.setdefault(key, {}).setdefault(k, []).append(v)
     if not first:
         print(f"{label}: no plan lines (was the log level debug?)")
         return
     for key in sorted(first):
         v = sorted(costs.get(key, []))
         head = f"{label}: {key[0]} on {key[1]}: first {first[key]:.2f} ms"
+        if restarts.get(key):
+            head += f" (and {len(restarts[key])} restarted workers' firsts, " + \
+                ", ".join(f"{x:.1f}" for x in restarts[key]) + " ms)"
         if not v:
             print(head)
             continue
@@ -50,6 +68,8 @@ def main():
         under = sum(1 for x in v if x < 0.5)
         print(f"{head}; then {len(v)} new shapes, median {statistics.median(v):.2f} / p90 {p90:.2f} / max {v[-1]:.2f} "
               f"ms, {under} of {len(v)} under 0.5 ms" + (f" ({emptied[key]} on an emptied cache)" if emptied[key] else ""))
+        if phases.get(key):
+            print("    medians, ms: " + ", ".join(f"{k} {statistics.median(x):.3f}" for k, x in phases[key].items()))
 
 
 if __name__ == "__main__":

@@ -171,7 +171,6 @@ Result<int> PlanBuilder::in(const graph::Value* v) {
                                        v->constant.storage()));
   Buf b;
   b.dtype = v->constant.dtype();
-  b.shape = v->constant.shape();
   b.bytes = static_cast<size_t>(v->constant.numel()) * element_bytes(b.dtype);
   b.kind = BufKind::kWeight;
   b.weight = std::move(w);
@@ -185,7 +184,6 @@ Result<int> PlanBuilder::in(const graph::Value* v) {
 int PlanBuilder::out(const graph::Value* v) {
   Buf b;
   b.dtype = v->dtype;
-  b.shape = v->shape;
   b.bytes = static_cast<size_t>(shape_numel(v->shape)) * element_bytes(v->dtype);
   b.value = v;
   bufs_.push_back(std::move(b));
@@ -197,7 +195,6 @@ int PlanBuilder::out(const graph::Value* v) {
 int PlanBuilder::view(const graph::Value* v, int of) {
   Buf b;
   b.dtype = v->dtype;
-  b.shape = v->shape;
   b.bytes = static_cast<size_t>(shape_numel(v->shape)) * element_bytes(v->dtype);
   b.kind = BufKind::kView;
   b.root = of;
@@ -212,7 +209,6 @@ Status PlanBuilder::constant(const graph::Value* v, const Tensor& t) {
   ASSIGN_OR_RETURN(WeightRef w, weight(t.raw(), t.nbytes(), t.dtype(), "constant " + v->name, t.storage()));
   Buf b;
   b.dtype = t.dtype();
-  b.shape = t.shape();
   b.bytes = static_cast<size_t>(t.numel()) * element_bytes(t.dtype());
   b.kind = BufKind::kWeight;
   b.weight = std::move(w);
@@ -225,7 +221,6 @@ Status PlanBuilder::constant(const graph::Value* v, const Tensor& t) {
 Result<int> PlanBuilder::table(const std::vector<float>& values, const std::string& name) {
   ASSIGN_OR_RETURN(WeightRef w, weight(values.data(), values.size() * sizeof(float), DType::kF32, "table " + name));
   Buf b;
-  b.shape = {static_cast<int64_t>(values.size())};
   b.bytes = values.size() * element_bytes(DType::kF32);
   b.kind = BufKind::kWeight;
   b.weight = std::move(w);
@@ -274,6 +269,7 @@ Result<std::unique_ptr<Plan>> Plan::build(const graph::Graph& g, std::shared_ptr
     const int id = b.out(v);
     b.bufs_[static_cast<size_t>(id)].live.whole_run();
   }
+  Stopwatch sw;
   std::vector<const graph::Node*> scheduled;
   if (!context.order) {
     ASSIGN_OR_RETURN(scheduled, common::schedule(g, common::ScheduleOrder::kGraph));
@@ -285,10 +281,13 @@ Result<std::unique_ptr<Plan>> Plan::build(const graph::Graph& g, std::shared_ptr
     Status st = build_node(b, *n);
     if (!st.is_ok()) return Status(st.code(), fmt::format("{}: {}", n->describe(), st.message()));
   }
+  if (context.times) context.times->walk = sw.elapsed_ms();
   std::unique_ptr<Plan> plan(new Plan());
   plan->device_ = std::move(device);
+  Stopwatch finishing;
   RETURN_IF_ERROR(plan->finish(b, g, context.shared));
-  RETURN_IF_ERROR(plan->record());
+  if (context.times) context.times->memory = finishing.elapsed_ms();
+  RETURN_IF_ERROR(plan->record(context.times));
   return plan;
 }
 
@@ -372,7 +371,14 @@ Status Plan::finish(PlanBuilder& b, const graph::Graph& g, SharedBuffers* shared
   return Status::ok();
 }
 
-Status Plan::record() {
+Status Plan::record(InstanceTimes* times) {
+  Stopwatch sw;
+  double lap = 0;
+  auto split = [&](double InstanceTimes::*field) {
+    const double now = sw.elapsed_ms();
+    if (times) times->*field = now - lap;
+    lap = now;
+  };
   const VkApi& a = vkapi();
   const VkDevice dev = device_->handle();
   VkResult r;
@@ -434,6 +440,7 @@ Status Plan::record() {
       }
     }
   }
+  split(&InstanceTimes::objects);
   std::vector<VkDescriptorSetLayout> layouts(dispatches_.size(), device_->set_layout());
   std::vector<VkDescriptorSet> ds(dispatches_.size());
   if (!dispatches_.empty()) {
@@ -467,6 +474,7 @@ Status Plan::record() {
     }
     a.vkUpdateDescriptorSets(dev, Device::kBindings, w.data(), 0, nullptr);
   }
+  split(&InstanceTimes::sets);
 
   VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
   if ((r = a.vkBeginCommandBuffer(cmd_, &bi)) != VK_SUCCESS) return vk_error(r, "vkBeginCommandBuffer");
@@ -512,6 +520,7 @@ Status Plan::record() {
   barrier(VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT, VK_PIPELINE_STAGE_HOST_BIT,
           VK_ACCESS_HOST_READ_BIT);
   if ((r = a.vkEndCommandBuffer(cmd_)) != VK_SUCCESS) return vk_error(r, "vkEndCommandBuffer");
+  split(&InstanceTimes::commands);
   // The graph it was built from need not outlive the plan.
   for (Dispatch& d : dispatches_) d.node = nullptr;
   for (Buf& x : bufs_) x.value = nullptr;
@@ -613,7 +622,34 @@ Result<std::unique_ptr<SymbolicPlan>> SymbolicPlan::create(const graph::Graph& g
 }
 
 SymbolicPlan::~SymbolicPlan() {
+  {
+    std::lock_guard<std::mutex> lock(retire_mu_);
+    retire_stop_ = true;
+  }
+  retire_cv_.notify_all();
+  if (retirer_.joinable()) retirer_.join();  // it destroys what it was given first
+  retired_.clear();
   instances_.clear();  // before the shared buffers they run on
+}
+
+void SymbolicPlan::retire(std::unique_ptr<Plan> plan) {
+  std::lock_guard<std::mutex> lock(retire_mu_);
+  retired_.push_back(std::move(plan));
+  if (!retirer_.joinable()) {
+    retirer_ = std::thread([this] {
+      std::unique_lock<std::mutex> lock(retire_mu_);
+      for (;;) {
+        retire_cv_.wait(lock, [this] { return retire_stop_ || !retired_.empty(); });
+        if (retired_.empty()) return;  // stopping, nothing left
+        std::vector<std::unique_ptr<Plan>> batch = std::move(retired_);
+        retired_.clear();
+        lock.unlock();
+        batch.clear();
+        lock.lock();
+      }
+    });
+  }
+  retire_cv_.notify_one();
 }
 
 size_t SymbolicPlan::workspace_bytes() const {
@@ -665,16 +701,26 @@ Result<Plan*> SymbolicPlan::instance(const std::vector<Tensor>& inputs) {
   }
   // Explicit sizes, as graph::instantiate writes them (no 0 or -1 left to resolve).
   for (graph::Node* n : symbolic_reshapes_) n->attr<graph::ReshapeAttrs>().shape = n->output()->shape;
-  InstanceContext context{&order_, &shared_};
+  InstanceTimes times;
+  InstanceContext context{&order_, &shared_, &times};
   shared_.grown = false;
   auto built = Plan::build(graph_, device_, weights_.get(), f16_, context);
-  if (shared_.grown) instances_.clear();  // they hold the smaller buffers: freed now, rebuilt when seen again
+  if (shared_.grown) {  // they hold the smaller buffers: freed, rebuilt when seen again
+    for (auto& [shape, plan] : instances_) retire(std::move(plan));
+    instances_.clear();
+  }
   if (!built.is_ok()) return built.status();
-  if (instances_.size() >= kInstancesKept) instances_.erase(instances_.begin());
+  if (instances_.size() >= kInstancesKept) {
+    retire(std::move(instances_.front().second));
+    instances_.erase(instances_.begin());
+  }
   instances_.emplace_back(std::move(shapes), std::move(built).value());
   last_plan_ms_ = sw.elapsed_ms();
-  log::debug("vulkan", "{}: instance for {} in {:.2f} ms ({} kept)", graph_.name(),
-             shape_str(instances_.back().first[0]), last_plan_ms_, instances_.size());
+  log::debug("vulkan",
+             "{}: instance for {} in {:.2f} ms (walk {:.2f}, memory {:.2f}, objects {:.2f}, sets {:.2f}, commands "
+             "{:.2f}; {} kept)",
+             graph_.name(), shape_str(instances_.back().first[0]), last_plan_ms_, times.walk, times.memory,
+             times.objects, times.sets, times.commands, instances_.size());
   return instances_.back().second.get();
 }
 

@@ -5,10 +5,13 @@
 // dispatches with a barrier between each, outputs copied out. Running is a memcpy in, one submission, a memcpy out.
 #pragma once
 
+#include <condition_variable>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 #include <unordered_map>
 #include <vector>
 
@@ -68,7 +71,6 @@ enum class BufKind : uint8_t { kArena, kWeight, kView };
 
 struct Buf {
   DType dtype = DType::kF32;
-  Shape shape;
   size_t bytes = 0;
   BufKind kind = BufKind::kArena;
   int root = -1;  // kView: the buffer holding the bytes
@@ -139,9 +141,19 @@ struct SharedBuffers {
 };
 
 // What a shape-free plan hands each instance it builds: its schedule, made once, and its shared buffers.
+// Where an instance's host time went, ms (the debug line of each new shape; issue 13's 0.5 ms bar).
+struct InstanceTimes {
+  double walk = 0;      // the op builders over the schedule
+  double memory = 0;    // the arena's placement, the parameters' buffer, the shared buffers (grown if need be)
+  double objects = 0;   // descriptor pool, command pool and buffer, fence
+  double sets = 0;      // descriptor sets allocated and written
+  double commands = 0;  // the command buffer recorded
+};
+
 struct InstanceContext {
   const std::vector<const graph::Node*>* order = nullptr;
   SharedBuffers* shared = nullptr;
+  InstanceTimes* times = nullptr;  // filled when given
 };
 
 class Plan final : public PreparedGraph {
@@ -155,7 +167,7 @@ class Plan final : public PreparedGraph {
  private:
   Plan() = default;
   Status finish(PlanBuilder& b, const graph::Graph& g, SharedBuffers* shared);
-  Status record();
+  Status record(InstanceTimes* times);
   struct Port {
     int buf = -1;
     DType dtype = DType::kF32;
@@ -200,6 +212,10 @@ class SymbolicPlan final : public PreparedGraph {
  private:
   SymbolicPlan() = default;
   Result<Plan*> instance(const std::vector<Tensor>& inputs);
+  // Instances dropped (made on the shared buffers a larger shape replaced, or the oldest of kInstancesKept) go to a
+  // thread of this plan's own to be destroyed: their device objects and buffers take 0.06-0.25 ms to free (lavapipe,
+  // 2026-12-07), which the new shape's call would pay otherwise. Started at the first drop.
+  void retire(std::unique_ptr<Plan> plan);
   std::shared_ptr<Device> device_;
   std::shared_ptr<WeightCache> weights_;
   bool f16_ = false;
@@ -211,6 +227,11 @@ class SymbolicPlan final : public PreparedGraph {
   SharedBuffers shared_;
   std::vector<std::pair<std::vector<Shape>, std::unique_ptr<Plan>>> instances_;  // most recently used last
   double last_plan_ms_ = 0;
+  std::mutex retire_mu_;
+  std::condition_variable retire_cv_;
+  std::vector<std::unique_ptr<Plan>> retired_;  // waiting for the retiring thread
+  bool retire_stop_ = false;
+  std::thread retirer_;
 };
 
 // What the backend runs, and why not (ops.cpp). With fp16 storage (f32 values are fp16 on the device) a Cast to or
