@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <cstring>
+#include <utility>
 
 #include "core/half.h"
 
@@ -285,13 +286,13 @@ Result<std::unique_ptr<Plan>> Plan::build(const graph::Graph& g, std::shared_ptr
   std::unique_ptr<Plan> plan(new Plan());
   plan->device_ = std::move(device);
   Stopwatch finishing;
-  RETURN_IF_ERROR(plan->finish(b, g, context.shared));
+  RETURN_IF_ERROR(plan->finish(b, g, context.shared, context.spare));
   if (context.times) context.times->memory = finishing.elapsed_ms();
-  RETURN_IF_ERROR(plan->record(context.times));
+  RETURN_IF_ERROR(plan->record(context.times, context.spare));
   return plan;
 }
 
-Status Plan::finish(PlanBuilder& b, const graph::Graph& g, SharedBuffers* shared) {
+Status Plan::finish(PlanBuilder& b, const graph::Graph& g, SharedBuffers* shared, InstanceObjects* spare) {
   // Graph outputs: computed ones live for the whole run; a constant output gets a weight buffer.
   for (const graph::Value* v : g.outputs()) {
     ASSIGN_OR_RETURN(int id, b.in(v));
@@ -359,7 +360,12 @@ Status Plan::finish(PlanBuilder& b, const graph::Graph& g, SharedBuffers* shared
     param_offsets_.push_back(param_bytes);
     param_bytes += round_up(std::max<size_t>(d.params.size(), 1) * 4, align);
   }
-  ASSIGN_OR_RETURN(params_, device_->allocate(std::max<size_t>(param_bytes, 16), Memory::kHostUpload, "parameters"));
+  param_bytes = std::max<size_t>(param_bytes, 16);
+  if (spare && spare->params && spare->params->bytes() >= param_bytes) {
+    params_ = std::move(spare->params);
+  } else {
+    ASSIGN_OR_RETURN(params_, device_->allocate(param_bytes, Memory::kHostUpload, "parameters"));
+  }
   for (size_t i = 0; i < dispatches_.size(); ++i) {
     std::memcpy(static_cast<char*>(params_->map()) + param_offsets_[i], dispatches_[i].params.data(),
                 dispatches_[i].params.size() * 4);
@@ -371,7 +377,72 @@ Status Plan::finish(PlanBuilder& b, const graph::Graph& g, SharedBuffers* shared
   return Status::ok();
 }
 
-Status Plan::record(InstanceTimes* times) {
+Result<InstanceObjects> make_instance_objects(const std::shared_ptr<Device>& device, uint32_t sets,
+                                              size_t param_bytes) {
+  const VkApi& a = vkapi();
+  const VkDevice dev = device->handle();
+  InstanceObjects o;
+  auto fail = [&](VkResult r, const char* what) {
+    destroy_instance_objects(*device, &o);
+    return vk_error(r, what);
+  };
+  VkResult r;
+  sets = std::max<uint32_t>(sets, 1);
+  VkDescriptorPoolSize size{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, sets * Device::kBindings};
+  VkDescriptorPoolCreateInfo dpi{VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO};
+  dpi.maxSets = sets;
+  dpi.poolSizeCount = 1;
+  dpi.pPoolSizes = &size;
+  if ((r = a.vkCreateDescriptorPool(dev, &dpi, nullptr, &o.pool)) != VK_SUCCESS) {
+    o.pool = VK_NULL_HANDLE;
+    return fail(r, "vkCreateDescriptorPool");
+  }
+  o.sets = sets;
+  VkCommandPoolCreateInfo cpi{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
+  cpi.queueFamilyIndex = device->queue_family();
+  if ((r = a.vkCreateCommandPool(dev, &cpi, nullptr, &o.cmd_pool)) != VK_SUCCESS) {
+    o.cmd_pool = VK_NULL_HANDLE;
+    return fail(r, "vkCreateCommandPool");
+  }
+  VkFenceCreateInfo fci{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+  if ((r = a.vkCreateFence(dev, &fci, nullptr, &o.fence)) != VK_SUCCESS) {
+    o.fence = VK_NULL_HANDLE;
+    return fail(r, "vkCreateFence");
+  }
+  VkCommandBufferAllocateInfo cai{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
+  cai.commandPool = o.cmd_pool;
+  cai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+  cai.commandBufferCount = 1;
+  if ((r = a.vkAllocateCommandBuffers(dev, &cai, &o.cmd)) != VK_SUCCESS) {
+    o.cmd = VK_NULL_HANDLE;
+    return fail(r, "vkAllocateCommandBuffers");
+  }
+  if (param_bytes > 0) {
+    auto params = device->allocate(param_bytes, Memory::kHostUpload, "parameters");
+    if (!params.is_ok()) {
+      destroy_instance_objects(*device, &o);
+      return params.status();
+    }
+    o.params = std::move(params).value();
+  }
+  return o;
+}
+
+void destroy_instance_objects(const Device& device, InstanceObjects* o) {
+  const VkApi& a = vkapi();
+  const VkDevice dev = device.handle();
+  if (o->fence) a.vkDestroyFence(dev, o->fence, nullptr);
+  if (o->cmd_pool) a.vkDestroyCommandPool(dev, o->cmd_pool, nullptr);  // and its command buffer
+  if (o->pool) a.vkDestroyDescriptorPool(dev, o->pool, nullptr);
+  o->fence = VK_NULL_HANDLE;
+  o->cmd_pool = VK_NULL_HANDLE;
+  o->cmd = VK_NULL_HANDLE;
+  o->pool = VK_NULL_HANDLE;
+  o->sets = 0;
+  o->params.reset();
+}
+
+Status Plan::record(InstanceTimes* times, InstanceObjects* spare) {
   Stopwatch sw;
   double lap = 0;
   auto split = [&](double InstanceTimes::*field) {
@@ -383,28 +454,17 @@ Status Plan::record(InstanceTimes* times) {
   const VkDevice dev = device_->handle();
   VkResult r;
   const uint32_t sets = static_cast<uint32_t>(std::max<size_t>(dispatches_.size(), 1));
-  VkDescriptorPoolSize size{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, sets * Device::kBindings};
-  VkDescriptorPoolCreateInfo dpi{VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO};
-  dpi.maxSets = sets;
-  dpi.poolSizeCount = 1;
-  dpi.pPoolSizes = &size;
-  if ((r = a.vkCreateDescriptorPool(dev, &dpi, nullptr, &pool_)) != VK_SUCCESS) {
-    return vk_error(r, "vkCreateDescriptorPool");
+  InstanceObjects own;
+  InstanceObjects* objects = spare;
+  if (!spare || !spare->pool || spare->sets < sets) {
+    ASSIGN_OR_RETURN(own, make_instance_objects(device_, sets, 0));
+    objects = &own;
   }
-  VkCommandPoolCreateInfo cpi{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
-  cpi.queueFamilyIndex = device_->queue_family();
-  if ((r = a.vkCreateCommandPool(dev, &cpi, nullptr, &cmd_pool_)) != VK_SUCCESS) {
-    return vk_error(r, "vkCreateCommandPool");
-  }
-  VkFenceCreateInfo fci{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
-  if ((r = a.vkCreateFence(dev, &fci, nullptr, &fence_)) != VK_SUCCESS) return vk_error(r, "vkCreateFence");
-  VkCommandBufferAllocateInfo cai{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
-  cai.commandPool = cmd_pool_;
-  cai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
-  cai.commandBufferCount = 1;
-  if ((r = a.vkAllocateCommandBuffers(dev, &cai, &cmd_)) != VK_SUCCESS) {
-    return vk_error(r, "vkAllocateCommandBuffers");
-  }
+  pool_ = std::exchange(objects->pool, VK_NULL_HANDLE);
+  cmd_pool_ = std::exchange(objects->cmd_pool, VK_NULL_HANDLE);
+  cmd_ = std::exchange(objects->cmd, VK_NULL_HANDLE);
+  fence_ = std::exchange(objects->fence, VK_NULL_HANDLE);
+  objects->sets = 0;
 
   VkPhysicalDeviceProperties props{};
   auto where = [&](int id, VkBuffer* buffer, VkDeviceSize* offset, VkDeviceSize* range) {
@@ -629,26 +689,53 @@ SymbolicPlan::~SymbolicPlan() {
   retire_cv_.notify_all();
   if (retirer_.joinable()) retirer_.join();  // it destroys what it was given first
   retired_.clear();
+  if (spare_) destroy_instance_objects(*device_, &*spare_);
   instances_.clear();  // before the shared buffers they run on
 }
 
-void SymbolicPlan::retire(std::unique_ptr<Plan> plan) {
-  std::lock_guard<std::mutex> lock(retire_mu_);
-  retired_.push_back(std::move(plan));
-  if (!retirer_.joinable()) {
-    retirer_ = std::thread([this] {
-      std::unique_lock<std::mutex> lock(retire_mu_);
-      for (;;) {
-        retire_cv_.wait(lock, [this] { return retire_stop_ || !retired_.empty(); });
-        if (retired_.empty()) return;  // stopping, nothing left
+void SymbolicPlan::start_helper_locked() {
+  if (retirer_.joinable()) return;
+  retirer_ = std::thread([this] {
+    std::unique_lock<std::mutex> lock(retire_mu_);
+    for (;;) {
+      retire_cv_.wait(lock, [this] { return retire_stop_ || !retired_.empty() || (!spare_ && spare_sets_ > 0); });
+      if (!retired_.empty()) {
         std::vector<std::unique_ptr<Plan>> batch = std::move(retired_);
         retired_.clear();
         lock.unlock();
         batch.clear();
         lock.lock();
+        continue;
       }
-    });
-  }
+      if (retire_stop_) return;  // nothing left to destroy; a spare is not needed any more
+      const uint32_t sets = spare_sets_;
+      const size_t bytes = spare_param_bytes_;
+      lock.unlock();
+      auto made = make_instance_objects(device_, sets, bytes);
+      lock.lock();
+      if (!made.is_ok()) {  // the call that needs them makes them itself, and says why if it cannot
+        log::debug("vulkan", "{}: objects for the next instance not made ahead: {}", graph_.name(),
+                   made.status().to_string());
+        spare_sets_ = 0;
+        continue;
+      }
+      spare_ = std::move(made).value();
+    }
+  });
+}
+
+void SymbolicPlan::retire(std::vector<std::unique_ptr<Plan>> plans) {
+  std::lock_guard<std::mutex> lock(retire_mu_);
+  for (auto& p : plans) retired_.push_back(std::move(p));
+  start_helper_locked();
+  retire_cv_.notify_one();
+}
+
+void SymbolicPlan::want_spare(uint32_t sets, size_t param_bytes) {
+  std::lock_guard<std::mutex> lock(retire_mu_);
+  spare_sets_ = sets;
+  spare_param_bytes_ = param_bytes;
+  start_helper_locked();
   retire_cv_.notify_one();
 }
 
@@ -702,16 +789,28 @@ Result<Plan*> SymbolicPlan::instance(const std::vector<Tensor>& inputs) {
   // Explicit sizes, as graph::instantiate writes them (no 0 or -1 left to resolve).
   for (graph::Node* n : symbolic_reshapes_) n->attr<graph::ReshapeAttrs>().shape = n->output()->shape;
   InstanceTimes times;
-  InstanceContext context{&order_, &shared_, &times};
+  std::optional<InstanceObjects> spare;
+  {
+    std::lock_guard<std::mutex> lock(retire_mu_);
+    spare.swap(spare_);
+  }
+  InstanceContext context{&order_, &shared_, &times, spare ? &*spare : nullptr};
   shared_.grown = false;
   auto built = Plan::build(graph_, device_, weights_.get(), f16_, context);
+  if (spare) destroy_instance_objects(*device_, &*spare);  // what did not fit (none when the sizes held)
   if (shared_.grown) {  // they hold the smaller buffers: freed, rebuilt when seen again
-    for (auto& [shape, plan] : instances_) retire(std::move(plan));
+    std::vector<std::unique_ptr<Plan>> dropped;
+    for (auto& [shape, plan] : instances_) dropped.push_back(std::move(plan));
     instances_.clear();
+    retire(std::move(dropped));
   }
   if (!built.is_ok()) return built.status();
+  // The next shape's objects, made ahead: room for a few more dispatches and parameters than this one's.
+  want_spare(static_cast<uint32_t>((*built)->dispatches() + 16), (*built)->param_bytes() * 5 / 4 + 256);
   if (instances_.size() >= kInstancesKept) {
-    retire(std::move(instances_.front().second));
+    std::vector<std::unique_ptr<Plan>> dropped;
+    dropped.push_back(std::move(instances_.front().second));
+    retire(std::move(dropped));
     instances_.erase(instances_.begin());
   }
   instances_.emplace_back(std::move(shapes), std::move(built).value());

@@ -150,10 +150,28 @@ struct InstanceTimes {
   double commands = 0;  // the command buffer recorded
 };
 
+// A plan's own Vulkan objects: made by driver calls that cost a new shape's call more than the rest of its plan on
+// some drivers, so a SymbolicPlan's helper thread makes the next instance's ahead of the shape that needs them.
+struct InstanceObjects {
+  VkDescriptorPool pool = VK_NULL_HANDLE;
+  uint32_t sets = 0;  // the pool's capacity (descriptor sets of Device::kBindings buffers)
+  VkCommandPool cmd_pool = VK_NULL_HANDLE;
+  VkCommandBuffer cmd = VK_NULL_HANDLE;
+  VkFence fence = VK_NULL_HANDLE;
+  std::unique_ptr<DeviceBuffer> params;  // the dispatches' parameter words (host-visible)
+};
+// `sets` descriptor sets' pool, a command pool and buffer, a fence, and `param_bytes` of parameters (none when 0).
+Result<InstanceObjects> make_instance_objects(const std::shared_ptr<Device>& device, uint32_t sets,
+                                              size_t param_bytes);
+// Destroys what `o` still holds (the device must not be running its command buffer).
+void destroy_instance_objects(const Device& device, InstanceObjects* o);
+
 struct InstanceContext {
   const std::vector<const graph::Node*>* order = nullptr;
   SharedBuffers* shared = nullptr;
   InstanceTimes* times = nullptr;  // filled when given
+  // Objects made ahead: the plan takes those large enough (moved out, leaving the rest here), makes the others.
+  InstanceObjects* spare = nullptr;
 };
 
 class Plan final : public PreparedGraph {
@@ -163,11 +181,13 @@ class Plan final : public PreparedGraph {
   ~Plan() override;
   Status run(const std::vector<Tensor>& inputs, std::vector<Tensor>* outputs) override;
   size_t workspace_bytes() const override;
+  size_t dispatches() const { return dispatches_.size(); }
+  size_t param_bytes() const { return params_ ? params_->bytes() : 0; }
 
  private:
   Plan() = default;
-  Status finish(PlanBuilder& b, const graph::Graph& g, SharedBuffers* shared);
-  Status record(InstanceTimes* times);
+  Status finish(PlanBuilder& b, const graph::Graph& g, SharedBuffers* shared, InstanceObjects* spare);
+  Status record(InstanceTimes* times, InstanceObjects* spare);
   struct Port {
     int buf = -1;
     DType dtype = DType::kF32;
@@ -212,10 +232,13 @@ class SymbolicPlan final : public PreparedGraph {
  private:
   SymbolicPlan() = default;
   Result<Plan*> instance(const std::vector<Tensor>& inputs);
-  // Instances dropped (made on the shared buffers a larger shape replaced, or the oldest of kInstancesKept) go to a
-  // thread of this plan's own to be destroyed: their device objects and buffers take 0.06-0.25 ms to free (lavapipe,
-  // 2026-12-07), which the new shape's call would pay otherwise. Started at the first drop.
-  void retire(std::unique_ptr<Plan> plan);
+  // The plan's helper thread (started at the first new shape after the first) does what a new shape's call would pay
+  // for otherwise: it destroys the instances dropped (made on the shared buffers a larger shape replaced, or the
+  // oldest of kInstancesKept; their frees took 0.06-0.25 ms on lavapipe, 2026-12-07), and it makes the next
+  // instance's Vulkan objects ahead (InstanceObjects, sized by the last instance).
+  void retire(std::vector<std::unique_ptr<Plan>> plans);
+  void want_spare(uint32_t sets, size_t param_bytes);
+  void start_helper_locked();
   std::shared_ptr<Device> device_;
   std::shared_ptr<WeightCache> weights_;
   bool f16_ = false;
@@ -229,7 +252,10 @@ class SymbolicPlan final : public PreparedGraph {
   double last_plan_ms_ = 0;
   std::mutex retire_mu_;
   std::condition_variable retire_cv_;
-  std::vector<std::unique_ptr<Plan>> retired_;  // waiting for the retiring thread
+  std::vector<std::unique_ptr<Plan>> retired_;  // waiting for the helper
+  std::optional<InstanceObjects> spare_;         // made ahead by the helper
+  uint32_t spare_sets_ = 0;                      // what the helper is to make when spare_ is empty (0: nothing)
+  size_t spare_param_bytes_ = 0;
   bool retire_stop_ = false;
   std::thread retirer_;
 };
