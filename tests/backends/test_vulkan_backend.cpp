@@ -353,8 +353,9 @@ TEST(VulkanPlugin, AQueueBusyWithOtherThreadsWorkIsNotAHang) {
     one_s = one.elapsed_ms() / 1000.0;
     if (one_s >= 0.01) break;
   }
-  if (one_s < 0.01) GTEST_SKIP() << "the largest input runs in " << one_s << " s: the queue cannot be kept busy past "
-                                 << "the 0.1 s hang limit's floor by " << kThreads << " runs";
+  if (one_s < 0.01)
+    GTEST_SKIP() << "the largest input runs in " << one_s << " s: the queue cannot be kept busy past "
+                 << "the 0.1 s hang limit's floor by " << kThreads << " runs";
   auto prepare_on = [&](const std::shared_ptr<Backend>& b) {
     auto placed = runtime::prepare_placed(*g, {b, *cpu});
     return placed.is_ok() ? std::move(placed->prepared) : nullptr;

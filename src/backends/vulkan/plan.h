@@ -161,8 +161,7 @@ struct InstanceObjects {
   std::unique_ptr<DeviceBuffer> params;  // the dispatches' parameter words (host-visible)
 };
 // `sets` descriptor sets' pool, a command pool and buffer, a fence, and `param_bytes` of parameters (none when 0).
-Result<InstanceObjects> make_instance_objects(const std::shared_ptr<Device>& device, uint32_t sets,
-                                              size_t param_bytes);
+Result<InstanceObjects> make_instance_objects(const std::shared_ptr<Device>& device, uint32_t sets, size_t param_bytes);
 // Destroys what `o` still holds (the device must not be running its command buffer).
 void destroy_instance_objects(const Device& device, InstanceObjects* o);
 
@@ -253,8 +252,8 @@ class SymbolicPlan final : public PreparedGraph {
   std::mutex retire_mu_;
   std::condition_variable retire_cv_;
   std::vector<std::unique_ptr<Plan>> retired_;  // waiting for the helper
-  std::optional<InstanceObjects> spare_;         // made ahead by the helper
-  uint32_t spare_sets_ = 0;                      // what the helper is to make when spare_ is empty (0: nothing)
+  std::optional<InstanceObjects> spare_;        // made ahead by the helper
+  uint32_t spare_sets_ = 0;                     // what the helper is to make when spare_ is empty (0: nothing)
   size_t spare_param_bytes_ = 0;
   bool retire_stop_ = false;
   std::thread retirer_;
