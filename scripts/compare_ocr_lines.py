@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Two `steadyocr ocr --format json` results line by line: how many lines are identical in text and box, and how many
-in score too (6 decimals). Used by the device scripts to show that a change leaves every result as it was.
+in score too (6 decimals). Used by the device scripts to show that a change leaves every result as it was. Lines are
+paired within each image; an image one run failed (an error, no lines) is left out and counted apart.
 
   scripts/compare_ocr_lines.py A.json B.json SET "what is compared"
 """
@@ -8,10 +9,10 @@ import json
 import sys
 
 
-def lines(path):
+def images(path):
     d = json.load(open(path))
-    return [(f, l.get("text"), json.dumps(l.get("box")), round(l.get("score", 0), 6))
-            for f in sorted(d) for l in d[f].get("lines", [])]
+    return {f: ([(l.get("text"), json.dumps(l.get("box")), round(l.get("score", 0), 6)) for l in r.get("lines", [])],
+                bool(r.get("error"))) for f, r in d.items() if isinstance(r, dict)}
 
 
 def main():
@@ -19,14 +20,19 @@ def main():
         sys.exit(__doc__)
     a_path, b_path, name, what = sys.argv[1:5]
     try:
-        a, b = lines(a_path), lines(b_path)
+        a, b = images(a_path), images(b_path)
     except Exception as e:  # a run that failed leaves no JSON: say so on the summary line
         print(f"{name}: compare failed ({e})")
         return
-    same = sum(1 for x, y in zip(a, b) if x[:3] == y[:3])
-    score = sum(1 for x, y in zip(a, b) if x == y)
-    print(f"{name}: {len(a)} / {len(b)} lines, {same} identical (text and box), {score} with the same score "
-          f"(6 decimals), {what}")
+    both = [f for f in sorted(a) if f in b and not a[f][1] and not b[f][1]]
+    left_out = len(set(a) | set(b)) - len(both)
+    na = sum(len(a[f][0]) for f in both)
+    nb = sum(len(b[f][0]) for f in both)
+    same = sum(1 for f in both for x, y in zip(a[f][0], b[f][0]) if x[:2] == y[:2])
+    score = sum(1 for f in both for x, y in zip(a[f][0], b[f][0]) if x == y)
+    print(f"{name}: {na} / {nb} lines, {same} identical (text and box), {score} with the same score "
+          f"(6 decimals), {what}" + (f"; {left_out} images failed in a run or read in one only, left out"
+                                     if left_out else ""))
 
 
 if __name__ == "__main__":
