@@ -293,7 +293,12 @@ Result<Message> Supervisor::call(const Message& request) {
     if (p->hung) {
       std::string msg = "worker '" + options_.name + "' hung (watchdog " + std::to_string(options_.job_timeout_ms) +
                         " ms) on this job";
-      last = Status(StatusCode::kDeadlineExceeded, msg, {"WORKER_HANG", msg, kWorkerFix});
+      // A device that is only slow for this image (a CPU Vulkan device such as lavapipe, a very large page) looks
+      // the same to the watchdog as a hung one: the fix names the limit too.
+      std::string fix = "if the device is only slow for this image (a CPU Vulkan device such as lavapipe, a very "
+                        "large page), raise --watchdog (now " +
+                        std::to_string((options_.job_timeout_ms + 999) / 1000) + " s); otherwise " + kWorkerFix;
+      last = Status(StatusCode::kDeadlineExceeded, msg, {"WORKER_HANG", msg, fix});
     } else {
       std::string msg = "worker '" + options_.name + "' died while running this job";
       last = Status(StatusCode::kDeviceFault, msg, {"DEVICE_FAULT", msg, kWorkerFix});

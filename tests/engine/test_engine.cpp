@@ -217,6 +217,25 @@ TEST_F(Engine, HungWorkerIsKilledByTheWatchdogAndTheImageRetried) {
   EXPECT_EQ((*e)->current_rung(), "cpu-worker");
 }
 
+// A worker that hangs on every attempt: the step down names the watchdog's limit as a fix (a slow device, such as
+// lavapipe on a large page, looks hung to it).
+TEST_F(Engine, AHangThatStaysStepsDownNamingTheWatchdog) {
+  auto o = options({"cpu-worker", "cpu"});
+  o.faults = faults("hang@rec:1+!");
+  o.job_timeout_ms = 1500;
+  auto e = OcrEngine::create(o);
+  ASSERT_TRUE(e.is_ok()) << e.status().to_string();
+  auto got = (*e)->ocr_batch({jobs_[0]});
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_TRUE(got[0].status.is_ok()) << got[0].status.to_string();
+  EXPECT_EQ(got[0].rung, "cpu");  // read after the step down
+  const auto events = (*e)->events();
+  ASSERT_GE(events.size(), 1u);
+  EXPECT_EQ(events[0].reason, "WORKER_HANG");
+  EXPECT_NE(events[0].fix.find("raise --watchdog (now 2 s)"), std::string::npos) << events[0].fix;
+  EXPECT_NE(events[0].fix.find("steadyocr doctor --level 4"), std::string::npos) << events[0].fix;
+}
+
 TEST_F(Engine, OutOfMemoryIsRecoveredBySplittingBatches) {
   metrics::reset_for_testing();
   auto o = options({"cpu"});
