@@ -295,9 +295,10 @@ Result<Message> Supervisor::call(const Message& request) {
                         " ms) on this job";
       // A device that is only slow for this image (a CPU Vulkan device such as lavapipe, a very large page) looks
       // the same to the watchdog as a hung one: the fix names the limit too.
-      std::string fix = "if the device is only slow for this image (a CPU Vulkan device such as lavapipe, a very "
-                        "large page), raise --watchdog (now " +
-                        std::to_string((options_.job_timeout_ms + 999) / 1000) + " s); otherwise " + kWorkerFix;
+      std::string fix =
+          "if the device is only slow for this image (a CPU Vulkan device such as lavapipe, a very "
+          "large page), raise --watchdog (now " +
+          std::to_string((options_.job_timeout_ms + 999) / 1000) + " s); otherwise " + kWorkerFix;
       last = Status(StatusCode::kDeadlineExceeded, msg, {"WORKER_HANG", msg, fix});
     } else {
       std::string msg = "worker '" + options_.name + "' died while running this job";
