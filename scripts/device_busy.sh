@@ -12,12 +12,15 @@
 #      where the bundle has files/base_KERNEL_bench, and variants of a change as files/NAME_KERNEL_bench.
 #   VARIANTS may name basebin: files/base_steadyocr (the steadyocr binary before a change) with the bundle's plugin;
 #   any NAME with files/NAME_steadyocr in the bundle runs that binary with the bundle's plugin.
-#   plans: one image at a time with debug logs, what each new shape's plan cost (passes, prepare).
+#   plans: one image at a time with debug logs, what each new shape's plan cost (passes, prepare; PLAN_BACKENDS,
+#      PLAN_VARIANTS, default "new").
 #   ncu: Nsight Compute (on the device machine) on the first launches of the pointwise kernel, cuBLAS's GEMM and the
 #      depthwise kernel in the benches the bundle has.
 #   tests: the CUDA tests of bin/test_backends (TEST_NAMES: a regex of the tests whose lines the summary keeps).
 #   lines: cold `ocr` of synth-dev and sroie-dev with the base plugin and
-#      the bundle's, on cuda-fp16 and cuda-fp32, compared line by line.
+#      the bundle's, on cuda-fp16 and cuda-fp32, compared line by line (LINES="V1 V2": two other variants, e.g.
+#      "pershape new"), with what each new input shape cost the host (scripts/new_shape_costs.py).
+#   Variants: base, new, nographs, basebin, pershape (the bundle's with --per-shape-plans), NAME (files/NAME_*).
 # Bundle: scripts/slim_bundle.py .devbundle build/steadyocr build/libsteadyocr_cuda13.so build/libso_cupti_trace.so \
 #   [build/so_*_bench build/tests/test_backends] -- models ../shared/data/synth-dev [../shared/data/sroie-dev \
 #   ../shared/data/golden ../shared/tools/ocr_eval.py] [/path/to/base_cuda13.so /path/to/base_*_bench]
@@ -73,6 +76,25 @@ print("  stage medians, ms: " + ", ".join(f"{k} {v:.2f}" for k, v in med.items()
 PY
 }
 
+# What variant $1 runs: e (environment), RUN_SO (the steadyocr command; empty: the bundle's), vflags (its flags).
+variant() {
+  RUN_SO= vflags=()
+  case $1 in
+    basebin) e=(STEADYOCR_CUDA_PLUGIN="$NEW") RUN_SO="$B/env.sh $F/base_steadyocr" ;;  # the steadyocr before
+    base) e=(STEADYOCR_CUDA_PLUGIN="$F/base_cuda13.so") ;;
+    new) e=(STEADYOCR_CUDA_PLUGIN="$NEW") ;;
+    pershape) e=(STEADYOCR_CUDA_PLUGIN="$NEW") vflags=(--per-shape-plans) ;;  # the bundle's, a plan per input shape
+    nographs) e=(STEADYOCR_CUDA_PLUGIN="$NEW" STEADYOCR_CUDA_GRAPHS=0) ;;
+    *)
+      if [ -e "$F/${1}_steadyocr" ]; then  # another steadyocr binary in the bundle, with the bundle's plugin
+        e=(STEADYOCR_CUDA_PLUGIN="$NEW") RUN_SO="$B/env.sh $F/${1}_steadyocr"
+      else  # another plugin in the bundle, files/NAME_cuda13.so
+        e=(STEADYOCR_CUDA_PLUGIN="$F/${1}_cuda13.so")
+      fi
+      ;;
+  esac
+}
+
 if want kernels; then
   for kernel in depthwise pointwise; do
     # base (files/base_KERNEL_bench), new (the bundle's), and any other files/NAME_KERNEL_bench (variants of a change)
@@ -113,17 +135,22 @@ if want lines; then
   for set in synth-dev sroie-dev; do
     [ -d "$F/$set" ] || continue
     for be in cuda-fp16 cuda-fp32; do
-      for v in base new; do
-        plugin=$NEW
-        [ $v = base ] && plugin=$F/base_cuda13.so
-        STEADYOCR_CUDA_PLUGIN="$plugin" timeout 300 $SO ocr "$F/$set" --models "$F/models" --backend "$be" \
-          --require-gpu --format json -o "$W/ocr.$set.$be.$v.json" >/dev/null 2>"$W/ocr.$set.$be.$v.log"
+      read -r lv1 lv2 <<<"${LINES:-base new}"
+      for v in $lv1 $lv2; do
+        variant "$v"
+        # shellcheck disable=SC2086
+        env "${e[@]}" timeout 300 ${RUN_SO:-$SO} --log-level debug ocr "$F/$set" --models "$F/models" --backend "$be" \
+          --require-gpu --format json -o "$W/ocr.$set.$be.$v.json" "${vflags[@]}" >/dev/null 2>"$W/ocr.$set.$be.$v.log"
         echo "== ocr $set $be $v: exit $?; $(grep -E '^ocr: [0-9]+ images' "$W/ocr.$set.$be.$v.log"); $(grep -c WARN \
           "$W/ocr.$set.$be.$v.log") warnings" | tee -a "$S"
+        # every shape is new to this cold process: what each cost the host
+        python3 "$REPO/scripts/new_shape_costs.py" "$W/ocr.$set.$be.$v.log" "$set $be $v" | grep -v "on reference" |
+          tee -a "$S"
       done
-      python3 "$REPO/scripts/compare_ocr_lines.py" "$W/ocr.$set.$be.base.json" "$W/ocr.$set.$be.new.json" \
-        "$set $be" "base plugin against new" | tee -a "$S"
-      [ -f "$F/ocr_eval.py" ] && device_ocr_eval "$set" "$W/ocr.$set.$be.new.json" "$set $be new"
+      python3 "$REPO/scripts/compare_ocr_lines.py" "$W/ocr.$set.$be.$lv1.json" "$W/ocr.$set.$be.$lv2.json" \
+        "$set $be" "$lv1 against $lv2" | tee -a "$S"
+      [ -f "$F/ocr_eval.py" ] && device_ocr_eval "$set" "$W/ocr.$set.$be.$lv2.json" "$set $be $lv2"
+      [ -f "$F/ocr_eval.py" ] && device_ocr_eval "$set" "$W/ocr.$set.$be.$lv1.json" "$set $be $lv1"
       echo | tee -a "$S"
     done
   done
@@ -137,37 +164,30 @@ if want ab; then
     order=$variants
     [ $((round % 2)) = 0 ] && order=$(echo $variants | tr ' ' '\n' | tac | tr '\n' ' ')
     for v in $order; do
-      RUN_SO=
-      case $v in
-        basebin) e=(STEADYOCR_CUDA_PLUGIN="$NEW") RUN_SO="$B/env.sh $F/base_steadyocr" ;;  # the steadyocr before
-        base) e=(STEADYOCR_CUDA_PLUGIN="$F/base_cuda13.so") ;;
-        new) e=(STEADYOCR_CUDA_PLUGIN="$NEW") ;;
-        nographs) e=(STEADYOCR_CUDA_PLUGIN="$NEW" STEADYOCR_CUDA_GRAPHS=0) ;;
-        *)
-          if [ -e "$F/${v}_steadyocr" ]; then  # another steadyocr binary in the bundle, with the bundle's plugin
-            e=(STEADYOCR_CUDA_PLUGIN="$NEW") RUN_SO="$B/env.sh $F/${v}_steadyocr"
-          else  # another plugin in the bundle, files/NAME_cuda13.so
-            e=(STEADYOCR_CUDA_PLUGIN="$F/${v}_cuda13.so")
-          fi
-          ;;
-      esac
+      variant "$v"
       if [[ " $SETS " == *" synth "* ]]; then
-        one "r$round.$v.c$CONC" "$W/synth4" "$CONC" "${e[@]}"
-        one "r$round.$v.c1" "$F/synth-dev" 1 "${e[@]}"
+        one "r$round.$v.c$CONC" "$W/synth4" "$CONC" "${e[@]}" -- "${vflags[@]}"
+        one "r$round.$v.c1" "$F/synth-dev" 1 "${e[@]}" -- "${vflags[@]}"
       fi
       if [ -d "$W/sroie4" ]; then
-        one "r$round.$v.sroie.c$CONC" "$W/sroie4" "$CONC" "${e[@]}"
-        one "r$round.$v.sroie.c1" "$F/sroie-dev" 1 "${e[@]}"
+        one "r$round.$v.sroie.c$CONC" "$W/sroie4" "$CONC" "${e[@]}" -- "${vflags[@]}"
+        one "r$round.$v.sroie.c1" "$F/sroie-dev" 1 "${e[@]}" -- "${vflags[@]}"
       fi
     done
   done
 fi
 
 if want plans; then  # what a new shape costs the host, one image at a time: the plans' own debug lines
-  for be in cuda-fp16 cuda-fp32; do
-    STEADYOCR_WORKER_CONCURRENCY=1 timeout 150 $SO --log-level debug bench "$F/synth-dev" --models "$F/models" \
-      --backend "$be" --require-gpu --warmup 0 --repeat 2 --json >"$W/plans.$be.json" 2>"$W/plans.$be.log"
-    python3 - "$W/plans.$be.log" "$W/plans.$be.json" "$be" <<'PY' | tee -a "$S"
+  for be in ${PLAN_BACKENDS:-cuda-fp16 cuda-fp32}; do
+   for pv in ${PLAN_VARIANTS:-new}; do
+    variant "$pv"
+    # shellcheck disable=SC2086
+    env "${e[@]}" STEADYOCR_WORKER_CONCURRENCY=1 timeout 150 ${RUN_SO:-$SO} --log-level debug bench "$F/synth-dev" \
+      --models "$F/models" --backend "$be" --require-gpu --warmup 0 --repeat 2 --json "${vflags[@]}" \
+      >"$W/plans.$be.$pv.json" 2>"$W/plans.$be.$pv.log"
+    python3 "$REPO/scripts/new_shape_costs.py" "$W/plans.$be.$pv.log" "plans $be $pv" | grep -v "on reference" |
+      tee -a "$S"
+    python3 - "$W/plans.$be.$pv.log" "$W/plans.$be.$pv.json" "$be $pv" <<'PY' | tee -a "$S"
 import json, re, statistics, sys
 plans, captures, builds = {}, {}, {}
 for line in open(sys.argv[1], errors="replace"):
@@ -198,7 +218,8 @@ for name, v in builds.items():
 for role, v in captures.items():
     print(f"  graph captures of {role}: {len(v)}, median {statistics.median(v):.2f} ms, sum {sum(v):.0f} ms")
 PY
-    grep -E "WARN|ERROR" "$W/plans.$be.log" | sort | uniq -c | sort -rn | head -5 | cut -c1-200 | tee -a "$S"
+    grep -E "WARN|ERROR" "$W/plans.$be.$pv.log" | sort | uniq -c | sort -rn | head -5 | cut -c1-200 | tee -a "$S"
+   done
   done
 fi
 

@@ -3,8 +3,9 @@
 
   scripts/new_shape_costs.py LOG [LABEL]
 
-Reads the runtime's per-shape lines ("planned MODEL for SHAPE on BACKEND in X ms (passes P, prepare Q)") and the
-Vulkan shape-free plan's ("MODEL: instance for SHAPE in X ms (N kept)"), and prints per model: how many new shapes,
+Reads the runtime's per-shape lines ("planned MODEL for SHAPE on BACKEND in X ms (passes P, prepare Q)"), the
+Vulkan shape-free plan's ("MODEL: instance for SHAPE in X ms (N kept)") and the CUDA one's ("BACKEND: ROLE instance for
+SHAPE in X ms (PHASES; N steps)"), and prints per model: how many new shapes,
 median / p90 / max, how many under 0.5 ms, per model and backend. The first shape of each (start-up: shader
 compilation, first allocations), and of each worker process restarted after it, is listed apart; so is every shape-free instance made on an emptied cache ("(1 kept)":
 the shared buffers grew, or a worker restarted), which is counted in the figures but named.
@@ -15,6 +16,7 @@ import sys
 
 PER_SHAPE = re.compile(r"planned (\S+) for (\S+) on (\S+) in ([\d.]+) ms \(passes")
 SHAPE_FREE = re.compile(r"(\S+): instance for (\S+) in ([\d.]+) ms \((?:(.*); )?(\d+) kept\)")
+CUDA_SHAPE_FREE = re.compile(r"(\S+): (\S+) instance for (\S+) in ([\d.]+) ms \((.*); \d+ steps\)")
 PHASE = re.compile(r"(\w+) ([\d.]+)")
 # A worker process (re)starting: its first shapes of each model are start-ups again (shader compilation).
 RESTART = re.compile(r"\[worker\] .*jobs at once")
@@ -30,8 +32,12 @@ def main():
         if RESTART.search(line):
             fresh_process = set(first)
             continue
-        m = SHAPE_FREE.search(line)
-        if m:
+        cuda = CUDA_SHAPE_FREE.search(line)
+        m = None if cuda else SHAPE_FREE.search(line)
+        if cuda:
+            key, ms, fresh = (cuda.group(2), cuda.group(1) + ", one plan"), float(cuda.group(4)), False
+            split = dict((k, float(v)) for k, v in PHASE.findall(cuda.group(5)))
+        elif m:
             key, ms = (m.group(1), "vulkan, one plan"), float(m.group(3))
             fresh = m.group(5) == "1"
             split = dict((k, float(v)) for k, v in PHASE.findall(m.group(4) or ""))

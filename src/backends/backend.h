@@ -47,6 +47,10 @@ class PreparedGraph {
   // Host milliseconds the last run spent planning for its input shape (a plan for every shape evaluates its dims and,
   // for a shape new to it, places its buffers); 0 for plans made for one shape. Read like last_profile().
   virtual double last_plan_ms() const { return 0; }
+  // Whether run() may be called by several threads at once (a plan for every shape that keeps instances per shape
+  // inside, the CUDA backend's): the runtime then shares this one object among every call in flight instead of
+  // making replicas. last_profile() and last_plan_ms() then describe the calling thread's last run.
+  virtual bool concurrent() const { return false; }
 };
 
 class Backend {

@@ -228,7 +228,8 @@ Status check_plugin_api(const SteadyocrPluginApi* api, const std::string& path) 
   }
   if (!api->get_build_info || !api->query_runtime || !api->query_device || !api->create_backend ||
       !api->destroy_backend || !api->supports || !api->prepare || !api->run || !api->workspace_bytes ||
-      !api->destroy_prepared || !api->run_check || !api->set_fault || !api->last_profile) {
+      !api->destroy_prepared || !api->run_check || !api->set_fault || !api->last_profile || !api->prepare_symbolic ||
+      !api->last_plan_ms || !api->runs_concurrently) {
     return unavailable(fmt::format("{}: its function table is incomplete", path));
   }
   return Status::ok();

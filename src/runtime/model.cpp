@@ -7,6 +7,7 @@
 #include <fstream>
 #include <map>
 #include <random>
+#include <thread>
 
 #include "backends/reference/reference_backend.h"
 #include "core/compare.h"
@@ -175,9 +176,10 @@ void Model::prepare_symbolic_plan() {
   auto plan = std::make_shared<Plan>();
   plan->graph = generic_.clone();
   plan->symbolic = true;
+  plan->concurrent = (*prepared)->concurrent();
   plan->replicas.push_back(std::move(prepared).value());
   plan->busy.push_back(false);
-  plan->limit = std::max(1, options_.max_replicas);
+  plan->limit = plan->concurrent ? 1 : std::max(1, options_.max_replicas);
   symbolic_plan_ = std::move(plan);
   const double ms = sw.elapsed_ms();
   stats_.symbolic_plan = true;
@@ -407,6 +409,7 @@ Result<std::pair<size_t, PreparedGraph*>> Model::acquire(Plan& plan) {
   // Waiting for a busy instance (one run, milliseconds) beats preparing another one on the request's time; extra
   // instances come from warm_up() or from two callers planning the same new shape at once.
   std::unique_lock<std::mutex> lock(mu_);
+  if (plan.concurrent) return std::make_pair(size_t{0}, plan.replicas.front().get());
   for (;;) {
     for (size_t i = 0; i < plan.busy.size(); ++i) {
       if (!plan.busy[i]) {
@@ -454,7 +457,7 @@ Result<Tensor> Model::run_call(const Tensor& input, CallInfo* info) {
     // every shape is without that plan, where the backend's fallbacks take what it cannot run.
     {
       std::lock_guard<std::mutex> lock(mu_);
-      plan->busy[slot] = false;
+      if (!plan->concurrent) plan->busy[slot] = false;
       if (symbolic_declined_.size() >= kDeclinedKept) symbolic_declined_.clear();
       symbolic_declined_.insert(input.shape());
     }
@@ -479,7 +482,7 @@ Result<Tensor> Model::run_call(const Tensor& input, CallInfo* info) {
   if (info) *info = {input.rank() > 0 ? input.dim(0) : 1, 1, profile};
   {
     std::lock_guard<std::mutex> lock(mu_);
-    plan->busy[slot] = false;
+    if (!plan->concurrent) plan->busy[slot] = false;
     if (s.is_ok()) ++stats_.runs;
   }
   freed_.notify_all();
@@ -490,6 +493,7 @@ Result<Tensor> Model::run_call(const Tensor& input, CallInfo* info) {
 
 Status Model::warm_up(const Tensor& input, int instances, int runs) {
   ASSIGN_OR_RETURN(std::shared_ptr<Plan> plan, plan_for(input.shape()));
+  if (plan->concurrent) return warm_up_concurrent(*plan, input, instances, runs);
   std::unique_lock<std::mutex> lock(mu_);
   while (static_cast<int>(plan->replicas.size()) + plan->building < std::min(instances, plan->limit)) {
     ++plan->building;
@@ -521,6 +525,36 @@ Status Model::warm_up(const Tensor& input, int instances, int runs) {
     lock.lock();
     plan->busy[i] = false;
     freed_.notify_all();
+    RETURN_IF_ERROR(s.with_context("warming up " + path_ + " for " + shape_str(input.shape())));
+  }
+  return Status::ok();
+}
+
+Status Model::warm_up_concurrent(Plan& plan, const Tensor& input, int instances, int runs) {
+  // `instances` callers at once, as that many requests of this shape would come: the plan makes an instance of the
+  // shape for each caller that finds the others busy, and each runs `runs` times (its graph captured on the second).
+  PreparedGraph* prepared = plan.replicas.front().get();
+  const int n = std::max(1, std::min(instances, std::max(1, options_.max_replicas)));
+  std::vector<Status> results(static_cast<size_t>(n));
+  std::mutex start_mu;
+  std::condition_variable start_cv;
+  int waiting = 0;
+  auto caller = [&](size_t i) {
+    {
+      std::unique_lock<std::mutex> lock(start_mu);  // all start together, so that none finds another's idle instance
+      if (++waiting == n) start_cv.notify_all();
+      start_cv.wait(lock, [&] { return waiting == n; });
+    }
+    for (int r = 0; r < runs && results[i].is_ok(); ++r) {
+      std::vector<Tensor> outs;
+      results[i] = prepared->run({input}, &outs);
+    }
+  };
+  std::vector<std::thread> threads;
+  for (int i = 1; i < n; ++i) threads.emplace_back(caller, static_cast<size_t>(i));
+  caller(0);
+  for (auto& t : threads) t.join();
+  for (const Status& s : results) {
     RETURN_IF_ERROR(s.with_context("warming up " + path_ + " for " + shape_str(input.shape())));
   }
   return Status::ok();

@@ -162,6 +162,8 @@ class Model : public Runner {
     int building = 0;       // replicas being prepared now (warm_up)
     int limit = 1;          // lowered when preparing another replica fails
     bool symbolic = false;  // `graph` is symbolic and every instance runs every input shape
+    // Its one instance takes every call at once (PreparedGraph::concurrent): never busy, no replicas.
+    bool concurrent = false;
   };
   Model() = default;
   Result<std::shared_ptr<Plan>> plan_for(const Shape& shape);
@@ -175,7 +177,9 @@ class Model : public Runner {
   void prepare_symbolic_plan();
   // Whether `shape` fits the symbolic plan: rank and static dims as declared, every assumption on the symbols held.
   bool fits_symbolic_plan(const Shape& shape) const;
-  // Takes a free instance of `plan`, waiting while all are busy.
+  // warm_up() of a plan whose one instance takes concurrent calls: `instances` callers at once (max_replicas caps it).
+  Status warm_up_concurrent(Plan& plan, const Tensor& input, int instances, int runs);
+  // Takes a free instance of `plan`, waiting while all are busy (the one instance of a concurrent plan at once).
   Result<std::pair<size_t, PreparedGraph*>> acquire(Plan& plan);
   // Prepares `g` on the backend, placing the nodes it declines on the fallbacks (runtime/placement.h).
   Result<std::unique_ptr<PreparedGraph>> prepare(const graph::Graph& g, std::vector<NodePlacement>* placements);

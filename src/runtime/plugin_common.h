@@ -28,7 +28,9 @@ Status status_from_plugin(const SoPluginStatus& status);
 template <typename Api>
 class TablePreparedGraph final : public PreparedGraph {
  public:
-  TablePreparedGraph(const Api* api, void* handle) : api_(api), handle_(handle) {}
+  TablePreparedGraph(const Api* api, void* handle) : api_(api), handle_(handle) {
+    if constexpr (requires { api_->runs_concurrently; }) concurrent_ = api_->runs_concurrently(handle_) != 0;
+  }
   ~TablePreparedGraph() override { api_->destroy_prepared(handle_); }
   Status run(const std::vector<Tensor>& inputs, std::vector<Tensor>* outputs) override {
     SoPluginStatus st{};
@@ -36,8 +38,9 @@ class TablePreparedGraph final : public PreparedGraph {
     return status_from_plugin(st);
   }
   size_t workspace_bytes() const override { return api_->workspace_bytes(handle_); }
+  bool concurrent() const override { return concurrent_; }
   double last_plan_ms() const override {
-    if constexpr (requires { api_->last_plan_ms; }) {  // tables with shape-free plans (the Vulkan plugin's)
+    if constexpr (requires { api_->last_plan_ms; }) {  // tables with shape-free plans
       return api_->last_plan_ms(handle_);
     } else {
       return 0;
@@ -56,6 +59,7 @@ class TablePreparedGraph final : public PreparedGraph {
  private:
   const Api* api_;
   void* handle_;
+  bool concurrent_ = false;  // its run may be called by several threads at once (the table says so)
 };
 
 // A backend inside a plugin, reached through the table; name and device info are fixed at creation.
@@ -72,7 +76,7 @@ class TableBackend final : public Backend {
     return prepared_by(api_->prepare, graph);
   }
   Result<std::unique_ptr<PreparedGraph>> prepare_symbolic(const graph::Graph& graph) override {
-    if constexpr (requires { api_->prepare_symbolic; }) {  // tables with shape-free plans (the Vulkan plugin's)
+    if constexpr (requires { api_->prepare_symbolic; }) {  // tables with shape-free plans
       return prepared_by(api_->prepare_symbolic, graph);
     } else {
       return Backend::prepare_symbolic(graph);

@@ -132,15 +132,16 @@ TEST_P(BackendOps, MatchesReference) {
 INSTANTIATE_TEST_SUITE_P(All, BackendOps, ::testing::ValuesIn(all_params()), param_name);
 
 // One plan for every input shape (Backend::prepare_symbolic), on each backend that makes one (cpu; vulkan and
-// vulkan-fp16 wherever a Vulkan device is, lavapipe in CI): each case with its first input's N, H and W made
-// symbolic (when it is rank 4 and they are not 1), planned once, run on the case's inputs, on a first input 3 rows and
-// 5 columns larger, and on the case's inputs again, against the reference on the graph instantiated for each. On a
-// backend whose plan for one shape runs the same kernels (vulkan), the result must also be the bits of that plan's. A
-// case whose graph cannot be specialised on symbols, or that the backend plans per shape, is skipped and says why.
+// vulkan-fp16 wherever a Vulkan device is, lavapipe in CI; the cuda backends where a GPU is): each case with its first
+// input's N, H and W made symbolic (when it is rank 4 and they are not 1), planned once, run on the case's inputs, on
+// a first input 3 rows and 5 columns larger, and on the case's inputs again, against the reference on the graph
+// instantiated for each. On a backend whose plan for one shape runs the same kernels (vulkan, cuda), the result must
+// also be the bits of that plan's. A case whose graph cannot be specialised on symbols, or that the backend plans
+// per shape, is skipped and says why.
 std::vector<BackendCase> symbolic_params() {
   std::vector<BackendCase> v;
   for (const std::string& b : backends_under_test()) {
-    if (b != "cpu" && b.rfind("vulkan", 0) != 0) continue;
+    if (b != "cpu" && b.rfind("vulkan", 0) != 0 && b.rfind("cuda", 0) != 0) continue;
     for (size_t i = 0; i < all_op_cases().size(); ++i) v.push_back({i, b});
   }
   return v;
@@ -181,7 +182,7 @@ TEST_P(SymbolicOps, OnePlanMatchesTheReferenceOnEveryShape) {
     input_sets.push_back(std::move(larger));
     input_sets.push_back(c.inputs);  // back to the first shape (a plan that grew for the larger one)
   }
-  const bool same_kernels = name.rfind("vulkan", 0) == 0;
+  const bool same_kernels = name.rfind("vulkan", 0) == 0 || name.rfind("cuda", 0) == 0;
   const double tol = reduced_precision(name) ? oc.max_nmse_reduced : oc.max_nmse;
   auto reference = make_reference_backend();
   for (size_t set = 0; set < input_sets.size(); ++set) {

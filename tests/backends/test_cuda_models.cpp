@@ -7,7 +7,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <map>
+#include <string>
+#include <thread>
+#include <vector>
 
 #include "backends/reference/reference_backend.h"
 #include "cuda_test_util.h"
@@ -264,6 +268,60 @@ TEST(CudaModels, Fp16MatchesFp32OnPageSizedDet) {
   EXPECT_EQ(c.non_finite, 0);
   EXPECT_LE(c.nmse, 1e-3);
   EXPECT_LE(static_cast<double>(flips) / y32->numel(), 1e-3);
+}
+
+// One CUDA plan for every input shape (CudaSymbolicPlan), taking every caller at once: 8 threads read recogniser
+// batches of four widths three times over through one model, and each output must be the bits of the per-shape plan's
+// on the same backend (the same kernels and algorithms). The model makes no replica of the plan.
+void concurrent_symbolic_rec(const std::string& backend) {
+  SO_REQUIRE_MODELS();
+  SO_CUDA_BACKEND_OR_SKIP(b, backend);
+  runtime::ModelOptions shape_free;
+  shape_free.reuse_generic_passes = true;
+  shape_free.max_replicas = 4;
+  runtime::ModelOptions per_shape = shape_free;
+  per_shape.symbolic_plans = false;
+  auto m = runtime::Model::load(models_dir() + "/" + kRecModel, b, shape_free);
+  auto own = runtime::Model::load(models_dir() + "/" + kRecModel, b, per_shape);
+  ASSERT_TRUE(m.is_ok() && own.is_ok());
+  ASSERT_TRUE((*m)->stats().symbolic_plan) << backend << " made no plan for every shape";
+  const std::vector<int64_t> widths = {96, 160, 320, 488};
+  std::vector<Tensor> inputs, want;
+  for (size_t i = 0; i < widths.size(); ++i) {
+    inputs.push_back(random_tensor({static_cast<int64_t>(1 + i), 3, 48, widths[i]}, 40 + static_cast<int>(i)));
+    auto w = (*own)->run(inputs.back());
+    ASSERT_TRUE(w.is_ok()) << w.status().to_string();
+    want.push_back(*w);
+  }
+  constexpr int kThreads = 8, kRounds = 3;
+  std::vector<std::string> errors(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int r = 0; r < kRounds && errors[t].empty(); ++r) {
+        const size_t i = static_cast<size_t>(t + r) % inputs.size();
+        auto got = (*m)->run(inputs[i]);
+        if (!got.is_ok()) {
+          errors[t] = got.status().to_string();
+        } else if (got->describe() != want[i].describe() ||
+                   std::memcmp(got->raw(), want[i].raw(), want[i].nbytes()) != 0) {
+          errors[t] = fmt::format("width {}: not the bits of the per-shape plan ({})", widths[i],
+                                  compare(*got, want[i]).describe());
+        }
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (int t = 0; t < kThreads; ++t) EXPECT_TRUE(errors[t].empty()) << "thread " << t << ": " << errors[t];
+  EXPECT_EQ((*m)->stats().replicas_built, 0u);
+  EXPECT_EQ((*m)->stats().runs, static_cast<uint64_t>(kThreads * kRounds));
+}
+
+TEST(CudaModels, OnePlanForEveryShapeTakesConcurrentCallersFp32) {
+  concurrent_symbolic_rec("cuda-fp32");
+}
+TEST(CudaModels, OnePlanForEveryShapeTakesConcurrentCallersFp16) {
+  concurrent_symbolic_rec("cuda-fp16");
 }
 
 }  // namespace

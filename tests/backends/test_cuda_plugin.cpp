@@ -68,6 +68,9 @@ SteadyocrPluginApi complete_table(const std::string& abi) {
   api.run_check = dummy_check;
   api.set_fault = dummy_fault;
   api.last_profile = [](void*, SoRunProfile* out) { *out = SoRunProfile{}; };
+  api.prepare_symbolic = dummy_prepare;
+  api.last_plan_ms = [](void*) { return 0.0; };
+  api.runs_concurrently = [](void*) { return 0; };
   return api;
 }
 
@@ -156,6 +159,9 @@ TEST(CudaPlugin, RefusesIncompleteTableAndNull) {
   api.create_backend = nullptr;
   EXPECT_FALSE(runtime::check_plugin_api(&api, "p").is_ok());
   EXPECT_FALSE(runtime::check_plugin_api(nullptr, "p").is_ok());
+  api = complete_table(plugin_abi_tag());  // version 5's entries are required too
+  api.runs_concurrently = nullptr;
+  EXPECT_FALSE(runtime::check_plugin_api(&api, "p").is_ok());
 }
 
 // Restores STEADYOCR_CUDA_PLUGIN when a test is done with it.

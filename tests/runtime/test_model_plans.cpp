@@ -5,6 +5,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <filesystem>
 #include <fstream>
 #include <thread>
@@ -243,6 +246,104 @@ TEST(ModelPlans, AShapeTheOnePlanDeclinesIsPlannedOnItsOwn) {
       1.0);
   EXPECT_EQ((*m)->stats().plans_built, 2u);  // the plan for every shape, and the wide shape's own
   EXPECT_EQ((*m)->stats().runs, 4u);
+}
+
+// A backend whose plan for every shape takes concurrent calls (PreparedGraph::concurrent, as the CUDA backend's): its
+// run holds each caller until `together` callers are inside at once (or a few seconds pass), then runs the host
+// backend's plan for every shape one call at a time.
+class ConcurrentBackend final : public Backend {
+ public:
+  explicit ConcurrentBackend(std::shared_ptr<Backend> inner) : inner_(std::move(inner)) {}
+  std::string name() const override { return inner_->name(); }
+  DeviceInfo device_info() const override { return inner_->device_info(); }
+  bool supports(const graph::Node& node) const override { return inner_->supports(node); }
+  Result<std::unique_ptr<PreparedGraph>> prepare(const graph::Graph& graph) override { return inner_->prepare(graph); }
+  Result<std::unique_ptr<PreparedGraph>> prepare_symbolic(const graph::Graph& graph) override {
+    ASSIGN_OR_RETURN(std::unique_ptr<PreparedGraph> p, inner_->prepare_symbolic(graph));
+    ++symbolic_prepared;
+    return std::unique_ptr<PreparedGraph>(new Gate(std::move(p), this));
+  }
+  std::atomic<int> symbolic_prepared{0};
+  std::atomic<int> together{1};
+  std::atomic<int> most_inside{0};  // the most callers seen inside run() at once
+
+ private:
+  class Gate final : public PreparedGraph {
+   public:
+    Gate(std::unique_ptr<PreparedGraph> inner, ConcurrentBackend* b) : inner_(std::move(inner)), b_(b) {}
+    bool concurrent() const override { return true; }
+    Status run(const std::vector<Tensor>& inputs, std::vector<Tensor>* outputs) override {
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        ++inside_;
+        b_->most_inside = std::max(b_->most_inside.load(), inside_);
+        cv_.notify_all();
+        cv_.wait_for(lock, std::chrono::seconds(5), [&] { return inside_ >= b_->together; });
+      }
+      Status s;
+      {
+        std::lock_guard<std::mutex> one(run_mu_);  // the host backend's plan runs one call at a time
+        s = inner_->run(inputs, outputs);
+      }
+      std::lock_guard<std::mutex> lock(mu_);
+      --inside_;
+      return s;
+    }
+
+   private:
+    std::unique_ptr<PreparedGraph> inner_;
+    ConcurrentBackend* b_;
+    std::mutex mu_, run_mu_;
+    std::condition_variable cv_;
+    int inside_ = 0;
+  };
+  std::shared_ptr<Backend> inner_;
+};
+
+// A plan for every shape that takes concurrent calls is one object for every call in flight: the model makes no
+// replicas of it, lets every caller in at once (the per-shape instances are the backend's), and warm_up sends as
+// many callers at once as instances were asked for.
+TEST(ModelPlans, AConcurrentPlanTakesEveryCallerAtOnce) {
+  SO_REQUIRE_MODELS();
+  auto host = host_backend();
+  auto concurrent = std::make_shared<ConcurrentBackend>(host);
+  const std::string path = testing::models_dir() + "/ch_ppocr_mobile_v2.0_cls_infer.onnx";
+  ModelOptions o;
+  o.reuse_generic_passes = true;
+  o.max_replicas = 2;  // per-shape replicas: a concurrent plan is not bound by them
+  auto m = Model::load(path, concurrent, o);
+  auto plain = Model::load(path, host, ModelOptions{});
+  ASSERT_TRUE(m.is_ok() && plain.is_ok());
+  if (!(*m)->stats().symbolic_plan) GTEST_SKIP() << host->name() << " makes no plan for every shape";
+  ASSERT_EQ(concurrent->symbolic_prepared.load(), 1);
+  constexpr int kCallers = 6;
+  concurrent->together = kCallers;
+  std::vector<Tensor> inputs, got(kCallers);
+  for (int i = 0; i < kCallers; ++i) inputs.push_back(testing::random_tensor({1, 3, 48, 96 + 32 * (i % 3)}, 20 + i));
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kCallers; ++i) {
+    threads.emplace_back([&, i] {
+      SerialScope serial;
+      auto r = (*m)->run(inputs[i]);
+      if (r.is_ok()) got[i] = *r;
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(concurrent->most_inside.load(), kCallers) << "the model held callers back from a concurrent plan";
+  for (int i = 0; i < kCallers; ++i) {
+    ASSERT_TRUE(got[i].defined()) << i;
+    auto want = (*plain)->run(inputs[i]);
+    ASSERT_TRUE(want.is_ok());
+    EXPECT_LT(testing::compare(got[i], *want).nmse, 1e-9) << i;
+  }
+  // Warm-up: as many callers at once as instances asked for, capped at max_replicas; no replica is made.
+  concurrent->most_inside = 0;
+  concurrent->together = 2;
+  ASSERT_TRUE((*m)->warm_up(inputs[0], 5, 1).is_ok());
+  EXPECT_EQ(concurrent->most_inside.load(), 2);
+  EXPECT_EQ(concurrent->symbolic_prepared.load(), 1);
+  EXPECT_EQ((*m)->stats().replicas_built, 0u);
+  EXPECT_EQ((*m)->stats().runs, static_cast<uint64_t>(kCallers));
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 
 #include "backends/cuda/check.h"
 #include "backends/cuda/prepared_graph.h"
+#include "backends/cuda/symbolic_plan.h"
 #include "core/log.h"
 #include "core/metrics.h"
 #include "core/timer.h"
@@ -157,6 +158,14 @@ Result<std::unique_ptr<PreparedGraph>> CudaBackend::prepare(const graph::Graph& 
              graph.inputs().empty() ? "?" : shape_str(graph.inputs()[0]->shape), sw.elapsed_ms(),
              (*pg)->workspace_bytes() >> 10);
   return pg;
+}
+
+Result<std::unique_ptr<PreparedGraph>> CudaBackend::prepare_symbolic(const graph::Graph& graph) {
+  Stopwatch sw;
+  ASSIGN_OR_RETURN(std::unique_ptr<CudaSymbolicPlan> plan, CudaSymbolicPlan::create(state_, graph));
+  log::debug("cuda", "{}: one plan for every input shape of {} ({} nodes) in {:.1f} ms", state_->name,
+             model_role(graph), graph.nodes().size(), sw.elapsed_ms());
+  return std::unique_ptr<PreparedGraph>(std::move(plan));
 }
 
 }  // namespace steadyocr::cuda

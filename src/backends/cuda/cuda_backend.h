@@ -53,6 +53,8 @@ class CudaBackend final : public Backend {
   DeviceInfo device_info() const override;
   bool supports(const graph::Node& node) const override;
   Result<std::unique_ptr<PreparedGraph>> prepare(const graph::Graph& graph) override;
+  // One plan for every input shape, shared by every call in flight (CudaSymbolicPlan, symbolic_plan.h).
+  Result<std::unique_ptr<PreparedGraph>> prepare_symbolic(const graph::Graph& graph) override;
 
  private:
   explicit CudaBackend(std::shared_ptr<BackendState> s) : state_(std::move(s)) {}

@@ -3,39 +3,60 @@
 // space, is appended to P's program; E's output becomes P's and the intermediate never reaches memory.
 // One forward pass with usage maps updated as steps merge (plans have hundreds of steps; this runs per bucket).
 #include <algorithm>
-#include <map>
 #include <set>
+#include <vector>
 
 #include "backends/cuda/plan_builder.h"
 
 namespace steadyocr::cuda {
 namespace {
 
+// Steps reading and writing each buffer (buffer ids are dense), each list sorted and without repeats.
 struct Usage {
-  std::map<int, std::set<int>> readers;  // buffer -> steps reading it
-  std::map<int, std::set<int>> writers;
+  std::vector<std::vector<int>> readers, writers;
+  std::vector<BufRef> r, w;  // collect()'s scratch
+  static const std::vector<int>& of(const std::vector<std::vector<int>>& m, int buf) {
+    static const std::vector<int> none;
+    return buf >= 0 && static_cast<size_t>(buf) < m.size() ? m[static_cast<size_t>(buf)] : none;
+  }
 };
 
+void add_to(std::vector<std::vector<int>>& m, int buf, int index) {
+  if (buf < 0) return;
+  if (static_cast<size_t>(buf) >= m.size()) m.resize(static_cast<size_t>(buf) + 1);
+  auto& v = m[static_cast<size_t>(buf)];
+  auto it = std::lower_bound(v.begin(), v.end(), index);
+  if (it == v.end() || *it != index) v.insert(it, index);
+}
+
+void remove_from(std::vector<std::vector<int>>& m, int buf, int index) {
+  if (buf < 0 || static_cast<size_t>(buf) >= m.size()) return;
+  auto& v = m[static_cast<size_t>(buf)];
+  auto it = std::lower_bound(v.begin(), v.end(), index);
+  if (it != v.end() && *it == index) v.erase(it);
+}
+
 void add_step_usage(Usage& u, const Step& s, int index) {
-  std::vector<BufRef> r, w;
-  s.collect(&r, &w);
-  for (const auto& x : r) u.readers[x.buf].insert(index);
-  for (const auto& x : w) u.writers[x.buf].insert(index);
+  u.r.clear();
+  u.w.clear();
+  s.collect(&u.r, &u.w);
+  for (const auto& x : u.r) add_to(u.readers, x.buf, index);
+  for (const auto& x : u.w) add_to(u.writers, x.buf, index);
 }
 
 void remove_step_usage(Usage& u, const Step& s, int index) {
-  std::vector<BufRef> r, w;
-  s.collect(&r, &w);
-  for (const auto& x : r) u.readers[x.buf].erase(index);
-  for (const auto& x : w) u.writers[x.buf].erase(index);
+  u.r.clear();
+  u.w.clear();
+  s.collect(&u.r, &u.w);
+  for (const auto& x : u.r) remove_from(u.readers, x.buf, index);
+  for (const auto& x : u.w) remove_from(u.writers, x.buf, index);
 }
 
 // Last step index (< limit) writing `buf`; -1 when none (graph input or weight).
 int last_writer_before(const Usage& u, int buf, int limit) {
-  auto it = u.writers.find(buf);
-  if (it == u.writers.end()) return -1;
-  auto w = it->second.lower_bound(limit);
-  if (w == it->second.begin()) return -1;
+  const std::vector<int>& v = Usage::of(u.writers, buf);
+  auto w = std::lower_bound(v.begin(), v.end(), limit);
+  if (w == v.begin()) return -1;
   return *std::prev(w);
 }
 
@@ -85,13 +106,13 @@ int fuse_elementwise(std::vector<std::unique_ptr<Step>>& steps, const std::set<i
     EwProgram* e = steps[ei]->program();
     const int buf = e->inputs[e->acc_src].ref.buf;
     if (pinned_buffers.count(buf)) continue;
-    const auto& writers = u.writers[buf];
+    const auto& writers = Usage::of(u.writers, buf);
     if (writers.size() != 1) continue;
-    const int pi = *writers.begin();
+    const int pi = writers.front();
     if (pi >= ei || !steps[pi]) continue;
     // Only E reads the intermediate (besides P itself: a conv's epilogue reads the conv's raw output).
     bool sole_reader = true;
-    for (int r : u.readers[buf]) sole_reader = sole_reader && (r == ei || r == pi);
+    for (int r : Usage::of(u.readers, buf)) sole_reader = sole_reader && (r == ei || r == pi);
     if (!sole_reader) continue;
     EwProgram* p = steps[pi]->program();
     if (!p || !(p->out == e->inputs[e->acc_src].ref)) continue;

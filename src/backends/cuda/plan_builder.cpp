@@ -189,7 +189,7 @@ Result<DevTensor> PlanBuilder::output(const Value* v, DType dt) {
   t.shape = v->shape;
   t.ref = BufRef{new_buffer(t.nbytes(), false), 0};
   stored_[v] = t;
-  plan_->values[v->name] = t;
+  if (options_.keep_all) plan_->values[v->name] = t;
   return t;
 }
 
@@ -201,7 +201,7 @@ Status PlanBuilder::alias(const Value* out, const DevTensor& in) {
   DevTensor t = in;
   t.shape = out->shape;
   stored_[out] = t;
-  plan_->values[out->name] = t;
+  if (options_.keep_all) plan_->values[out->name] = t;
   return Status::ok();
 }
 
@@ -214,12 +214,17 @@ Status PlanBuilder::build_node(const Node& n) {
   if (common::is_folded(n)) return Status::ok();
   OpBuildFn fn = find_op_builder(n.op);
   if (!fn) return unsupported(fmt::format("{}: the CUDA backend has no kernel for op {}", n.describe(), op_name(n.op)));
-  std::string why;
-  if (!op_supported(n, &why)) return unsupported(fmt::format("{}: not supported on CUDA: {}", n.describe(), why));
+  if (!options_.order) {  // a given schedule's nodes were checked when it was made
+    std::string why;
+    if (!op_supported(n, &why)) return unsupported(fmt::format("{}: not supported on CUDA: {}", n.describe(), why));
+  }
   Stopwatch sw;
   Status s = fn(*this, n);
-  op_ms_[op_name(n.op)] += sw.elapsed_ms();
+  const double ms = sw.elapsed_ms();
+  op_ms_[static_cast<size_t>(n.op)] += ms;
+  if (n.op == OpKind::kConv || n.op == OpKind::kConvTranspose) plan_->build_times.conv += ms;
   if (!s.is_ok()) return s.with_context(n.describe());
+  if (!options_.keep_all) return Status::ok();  // the names below are for the calibration's plans
   bool f16 = false;
   for (const Value* o : n.outputs) {
     if (!o) continue;
@@ -275,14 +280,17 @@ Result<std::unique_ptr<Plan>> PlanBuilder::build() {
     t.shape = v->shape;
     t.ref = BufRef{new_buffer(t.nbytes(), true), 0};
     stored_[v] = t;
-    plan_->values[v->name] = t;
+    if (options_.keep_all) plan_->values[v->name] = t;
     plan_->inputs.push_back(t);
   }
   // The cuDNN workspace: one whole-run buffer sized after every step is known.
   plan_->workspace = BufRef{new_buffer(0, true), 0};
   Stopwatch sw;
-  ASSIGN_OR_RETURN(std::vector<const Node*> order, common::schedule(graph_, common::ScheduleOrder::kGraph));
-  for (const Node* n : order) RETURN_IF_ERROR(build_node(*n));
+  std::vector<const Node*> own_order;
+  if (!options_.order) {
+    ASSIGN_OR_RETURN(own_order, common::schedule(graph_, common::ScheduleOrder::kGraph));
+  }
+  for (const Node* n : options_.order ? *options_.order : own_order) RETURN_IF_ERROR(build_node(*n));
   RETURN_IF_ERROR(finish_outputs());
   plan_->buffers[plan_->workspace.buf].bytes = align_up(std::max<size_t>(plan_->workspace_bytes, 1));
   const double build_ms = sw.elapsed_ms();
@@ -296,14 +304,23 @@ Result<std::unique_ptr<Plan>> PlanBuilder::build() {
   const double fuse_ms = sw.elapsed_ms();
   sw.reset();
   RETURN_IF_ERROR(place_and_bind());
+  plan_->build_times.walk = build_ms;
+  plan_->build_times.fuse = fuse_ms;
+  plan_->build_times.place = sw.elapsed_ms();
   if (!options_.keep_all) {
     metrics::inc("steadyocr_cuda_prepare_ms_total", {{"phase", "build"}}, build_ms);
     metrics::inc("steadyocr_cuda_prepare_ms_total", {{"phase", "fuse"}}, fuse_ms);
     metrics::inc("steadyocr_cuda_prepare_ms_total", {{"phase", "place"}}, sw.elapsed_ms());
-    for (const auto& [op, ms] : op_ms_) metrics::inc("steadyocr_cuda_build_ms_total", {{"op", op}}, ms);
+    for (size_t op = 0; op < op_ms_.size(); ++op) {
+      if (op_ms_[op] > 0) {
+        metrics::inc("steadyocr_cuda_build_ms_total", {{"op", op_name(static_cast<OpKind>(op))}}, op_ms_[op]);
+      }
+    }
     if (log::level() <= log::Level::kDebug) {  // where a new shape's plan went (the three costliest ops)
       std::vector<std::pair<double, std::string>> ops;
-      for (const auto& [op, ms] : op_ms_) ops.emplace_back(ms, op);
+      for (size_t op = 0; op < op_ms_.size(); ++op) {
+        if (op_ms_[op] > 0) ops.emplace_back(op_ms_[op], op_name(static_cast<OpKind>(op)));
+      }
       std::sort(ops.rbegin(), ops.rend());
       std::string top;
       for (size_t i = 0; i < std::min<size_t>(3, ops.size()); ++i) {

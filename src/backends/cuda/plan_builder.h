@@ -3,6 +3,7 @@
 // one arena by liveness.
 #pragma once
 
+#include <array>
 #include <map>
 #include <memory>
 #include <set>
@@ -27,6 +28,17 @@ struct PlanOptions {
   // fp16: the nodes the static rules keep in fp32 (static_f32_nodes), worked out once per model rather than by
   // scanning every weight for each new shape's plan; null: the builder works them out.
   std::shared_ptr<const std::set<std::string>> static_f32;
+  // The graph's schedule, worked out once by a plan for every shape (null: the builder works it out). Its nodes
+  // were checked against op_supported when it was made, so the builder does not check them again.
+  const std::vector<const graph::Node*>* order = nullptr;
+};
+
+// Where a plan's build went, ms.
+struct BuildTimes {
+  double walk = 0;   // the op builders over the schedule
+  double conv = 0;   // of which Conv and ConvTranspose
+  double fuse = 0;   // elementwise programs merged
+  double place = 0;  // the arena's placement (and binding, for a plan with an arena of its own)
 };
 
 // fp16: the nodes kept in fp32 whatever the input (weights beyond fp16's comfortable range, producers of unfolded
@@ -44,7 +56,8 @@ struct Plan {
   std::vector<std::unique_ptr<Step>> steps;
   std::vector<Buffer> buffers;
   std::vector<DevTensor> inputs, outputs;       // graph inputs (f32) and outputs (f32) as stored on the device
-  std::map<std::string, DevTensor> values;      // every value by name (complete for keep_all plans)
+  // Filled for keep_all plans only (the calibration's), whose every value is compared by name:
+  std::map<std::string, DevTensor> values;      // every value by name
   std::map<std::string, std::string> producer;  // value name -> producing node name
   std::map<std::string, bool> node_is_f16;      // precision chosen per compute node
   BufRef workspace;
@@ -54,6 +67,7 @@ struct Plan {
   uint64_t bound_arena = 0;  // the leased arena the steps are bound to (0: none yet)
   Bindings bindings;
   int fused_nodes = 0;
+  BuildTimes build_times;
 };
 
 // Binds the steps of a plan built with lease_arena to the arena at `base` (at least arena_bytes), known by `id`:
@@ -104,7 +118,7 @@ class PlanBuilder {
   const graph::Graph& graph_;
   PlanOptions options_;
   std::unique_ptr<Plan> plan_;
-  std::map<std::string, double> op_ms_;  // build time per op kind (metrics: where planning goes)
+  std::array<double, static_cast<size_t>(graph::OpKind::kCount)> op_ms_{};  // build time per op kind (metrics)
   std::map<const graph::Value*, DevTensor> stored_;
   std::map<std::pair<const graph::Value*, DType>, DevTensor> converted_;
   std::set<std::string> f32_nodes_;  // static rules + options_.force_f32

@@ -244,16 +244,41 @@ int supports(void* backend, const void* node) {
   }
 }
 
-int prepare(void* backend, const void* graph, void** prepared, SoPluginStatus* status) {
+// Backend::prepare or prepare_symbolic through the table.
+int prepare_with(bool symbolic, void* backend, const void* graph, void** prepared, SoPluginStatus* status) {
   return guarded(status, "preparing a graph on CUDA", "", [&]() -> Status {
     if (!backend || !graph || !prepared) return steadyocr::invalid_argument("prepare: null argument");
     *prepared = nullptr;
-    ASSIGN_OR_RETURN(
-        std::unique_ptr<steadyocr::PreparedGraph> p,
-        static_cast<steadyocr::Backend*>(backend)->prepare(*static_cast<const steadyocr::graph::Graph*>(graph)));
+    auto* b = static_cast<steadyocr::Backend*>(backend);
+    const auto& g = *static_cast<const steadyocr::graph::Graph*>(graph);
+    ASSIGN_OR_RETURN(std::unique_ptr<steadyocr::PreparedGraph> p, symbolic ? b->prepare_symbolic(g) : b->prepare(g));
     *prepared = p.release();
     return Status::ok();
   });
+}
+
+int prepare(void* backend, const void* graph, void** prepared, SoPluginStatus* status) {
+  return prepare_with(false, backend, graph, prepared, status);
+}
+
+int prepare_symbolic(void* backend, const void* graph, void** prepared, SoPluginStatus* status) {
+  return prepare_with(true, backend, graph, prepared, status);
+}
+
+double last_plan_ms(void* prepared) {
+  try {
+    return prepared ? static_cast<steadyocr::PreparedGraph*>(prepared)->last_plan_ms() : 0;
+  } catch (...) {
+    return 0;
+  }
+}
+
+int runs_concurrently(void* prepared) {
+  try {
+    return prepared && static_cast<steadyocr::PreparedGraph*>(prepared)->concurrent() ? 1 : 0;
+  } catch (...) {
+    return 0;
+  }
 }
 
 int run(void* prepared, const void* inputs, void* outputs, SoPluginStatus* status) {
@@ -346,6 +371,9 @@ extern "C" __attribute__((visibility("default"))) const SteadyocrPluginApi* stea
     api.run_check = run_check_entry;
     api.set_fault = set_fault;
     api.last_profile = last_profile;
+    api.prepare_symbolic = prepare_symbolic;
+    api.last_plan_ms = last_plan_ms;
+    api.runs_concurrently = runs_concurrently;
     return true;
   }();
   (void)host_api_version;  // the host compares api_version; the table itself never changes shape by request

@@ -7,7 +7,9 @@
  * Everything the plugin is configured with arrives as arguments (SoBackendConfig): it reads no environment.
  *
  * Version 2: SoPluginStatus outcomes with finding codes, SoBackendConfig, backend/prepare/run through the table.
- * Version 3: last_profile (where a prepared graph's last run spent its time). */
+ * Version 3: last_profile (where a prepared graph's last run spent its time).
+ * Version 5: prepare_symbolic (one plan for every input shape, taking concurrent runs), last_plan_ms,
+ * runs_concurrently. */
 #ifndef STEADYOCR_BACKENDS_CUDA_PLUGIN_API_H_
 #define STEADYOCR_BACKENDS_CUDA_PLUGIN_API_H_
 
@@ -20,7 +22,7 @@
 extern "C" {
 #endif
 
-#define STEADYOCR_PLUGIN_API_VERSION 4u
+#define STEADYOCR_PLUGIN_API_VERSION 5u
 #define STEADYOCR_PLUGIN_INIT_SYMBOL "steadyocr_backend_init"
 
 /* What the plugin was compiled against. */
@@ -113,8 +115,17 @@ typedef struct SteadyocrPluginApi {
   /* Fault injection for tests (syntax in docs/FAULTS.md, e.g. "illegal_address@det:3"); "" clears. */
   int (*set_fault)(const char* spec, SoPluginStatus* status);
 
-  /* Fills *out with the profile of the prepared graph's last run (read by the caller that ran it). */
+  /* Fills *out with the profile of the prepared graph's last run (read by the caller that ran it: for a prepared graph
+   * that runs concurrently, the calling thread's last run). */
   void (*last_profile)(void* prepared, SoRunProfile* out);
+
+  /* One plan for every input shape of a graph specialised on symbols (Backend::prepare_symbolic); an UNSUPPORTED
+   * status where it declines (the host then plans per shape). Its `run` may be called by several threads at once. */
+  int (*prepare_symbolic)(void* backend, const void* graph, void** prepared, SoPluginStatus* status);
+  /* Host milliseconds the last run of `prepared` (the calling thread's) spent planning its input shape. */
+  double (*last_plan_ms)(void* prepared);
+  /* 1 when `run` of `prepared` may be called by several threads at once (PreparedGraph::concurrent), else 0. */
+  int (*runs_concurrently)(void* prepared);
 } SteadyocrPluginApi;
 
 typedef const SteadyocrPluginApi* (*steadyocr_backend_init_fn)(uint32_t host_api_version);

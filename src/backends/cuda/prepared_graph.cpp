@@ -67,21 +67,39 @@ Result<std::unique_ptr<PreparedGraph>> CudaPreparedGraph::create(std::shared_ptr
   return std::unique_ptr<PreparedGraph>(std::move(pg));
 }
 
+Result<std::unique_ptr<CudaPreparedGraph>> CudaPreparedGraph::create_instance(std::shared_ptr<BackendState> state,
+                                                                              const graph::Graph& expanded,
+                                                                              const InstanceSource& source) {
+  std::unique_ptr<CudaPreparedGraph> pg(new CudaPreparedGraph(std::move(state)));
+  pg->role_ = source.role;
+  pg->signature_ = source.signature;
+  RETURN_IF_ERROR(pg->build_first(expanded, source.order));
+  return pg;
+}
+
 Status CudaPreparedGraph::init(const graph::Graph& g) {
-  CudaDevice& dev = *state_->device;
-  SO_GPU_CHECK(cudaSetDevice(dev.index()));
   Stopwatch graph_sw;
   graph_ = g.clone();
+  owns_graph_ = true;
   // The stages of fused epilogues become elementwise steps again, which the plan's program fusion merges into the
   // convolution's epilogue (backends/cuda/fusion.cpp): the plans are those of the unfused graph.
   graph::expand_epilogues(graph_);
   role_ = model_role(graph_);
   signature_ = model_signature(graph_);
-  metrics::inc("steadyocr_cuda_prepare_ms_total", {{"phase", "graph"}}, graph_sw.elapsed_ms());
+  times_.graph = graph_sw.elapsed_ms();
+  metrics::inc("steadyocr_cuda_prepare_ms_total", {{"phase", "graph"}}, times_.graph);
+  return build_first(graph_, nullptr);
+}
+
+Status CudaPreparedGraph::build_first(const graph::Graph& g, const std::vector<const graph::Node*>* order) {
+  CudaDevice& dev = *state_->device;
+  SO_GPU_CHECK(cudaSetDevice(dev.index()));
   Stopwatch setup;
   ASSIGN_OR_RETURN(Lane lane, dev.acquire_lane());  // for cuDNN's algorithm queries while building
-  metrics::inc("steadyocr_cuda_prepare_ms_total", {{"phase", "setup"}}, setup.elapsed_ms());
+  times_.lane = setup.elapsed_ms();
+  metrics::inc("steadyocr_cuda_prepare_ms_total", {{"phase", "setup"}}, times_.lane);
   PlanOptions opts = plan_options();
+  opts.order = order;
   if (state_->precision == Precision::kF16) {
     Stopwatch rules;
     using Rules = std::shared_ptr<const std::set<std::string>>;
@@ -105,7 +123,7 @@ Status CudaPreparedGraph::init(const graph::Graph& g) {
     if (first) {
       metrics::inc("steadyocr_cuda_static_precision_scans_total");
       try {
-        mine.set_value(std::make_shared<const std::set<std::string>>(static_f32_nodes(graph_)));
+        mine.set_value(std::make_shared<const std::set<std::string>>(static_f32_nodes(g)));
       } catch (...) {
         mine.set_exception(std::current_exception());  // the waiting plans see it too, none waits forever
         throw;
@@ -119,19 +137,29 @@ Status CudaPreparedGraph::init(const graph::Graph& g) {
     precision_settled_ = true;
   }
   if (!state_->calibrate) precision_settled_ = true;
+  // A plan whose precision is still to be calibrated rebuilds on its graph afterwards: an instance of a plan for
+  // every shape (whose graph is borrowed) keeps a copy of its own until then.
+  if (!precision_settled_ && !owns_graph_) {
+    Stopwatch copying;
+    graph_ = g.clone();
+    owns_graph_ = true;
+    times_.graph += copying.elapsed_ms();
+  }
   built_f32_ = opts.force_f32;
   opts.lease_arena = !state_->own_arenas;
   Stopwatch leasing;
   auto dnn = state_->cudnn ? dev.lease_cudnn(lane.stream) : Result<CudnnLease>(CudnnLease());
-  metrics::inc("steadyocr_cuda_cudnn_lease_ms_total", {{"for", "plan"}}, leasing.elapsed_ms());
+  times_.cudnn = leasing.elapsed_ms();
+  metrics::inc("steadyocr_cuda_cudnn_lease_ms_total", {{"for", "plan"}}, times_.cudnn);
   if (!dnn.is_ok()) {
     dev.release_lane(std::move(lane));
     return dnn.status();
   }
   Stopwatch builder_sw;
-  PlanBuilder builder(dev, dnn->get(), graph_, opts);
+  PlanBuilder builder(dev, dnn->get(), g, opts);
   auto plan = builder.build();
-  metrics::inc("steadyocr_cuda_prepare_ms_total", {{"phase", "builder"}}, builder_sw.elapsed_ms());
+  times_.builder = builder_sw.elapsed_ms();
+  metrics::inc("steadyocr_cuda_prepare_ms_total", {{"phase", "builder"}}, times_.builder);
   *dnn = CudnnLease();
   if (!device_lost()) dev.release_lane(std::move(lane));
   if (!plan.is_ok()) return plan.status();
@@ -144,7 +172,7 @@ Status CudaPreparedGraph::init(const graph::Graph& g) {
                   fmt::format("GPU memory budget exceeded: {} at {} needs an activation arena of {:.1f} MiB beside "
                               "{:.1f} MiB of weights, over the budget of {:.1f} MiB; raise --gpu-mem or lower the "
                               "image size / batch",
-                              role_, graph_.inputs().empty() ? "?" : shape_str(graph_.inputs()[0]->shape),
+                              role_, plan_->inputs.empty() ? "?" : shape_str(plan_->inputs[0].shape),
                               plan_->arena_bytes / 1048576.0, weights / 1048576.0, budget / 1048576.0));
   }
   return Status::ok();

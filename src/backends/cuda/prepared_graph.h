@@ -17,17 +17,42 @@
 
 namespace steadyocr::cuda {
 
+// What an instance of a plan for every shape (CudaSymbolicPlan) is built from besides its graph: the model's names and
+// the schedule, worked out once per model.
+struct InstanceSource {
+  std::string role, signature;
+  const std::vector<const graph::Node*>* order = nullptr;  // the graph's schedule
+};
+
+// Where a plan's preparation went, ms (the debug line of each new shape; issue 13's 0.5 ms bar).
+struct PrepareTimes {
+  double graph = 0;    // the graph copied (and its epilogues expanded) for the plan to keep
+  double lane = 0;     // an execution lane leased for cuDNN's queries
+  double cudnn = 0;    // a cuDNN handle leased
+  double builder = 0;  // PlanBuilder::build (its own parts: Plan::build_times)
+};
+
 class CudaPreparedGraph final : public PreparedGraph {
  public:
+  // Plans `g` (static shapes), keeping a copy of it.
   static Result<std::unique_ptr<PreparedGraph>> create(std::shared_ptr<BackendState> state, const graph::Graph& g);
+  // Plans `expanded` (static shapes, epilogues expanded) without copying it: it is only read while this call builds,
+  // unless the model's reduced precision is still to be calibrated (the plan then keeps a copy to rebuild on).
+  static Result<std::unique_ptr<CudaPreparedGraph>> create_instance(std::shared_ptr<BackendState> state,
+                                                                    const graph::Graph& expanded,
+                                                                    const InstanceSource& source);
   ~CudaPreparedGraph() override;
   Status run(const std::vector<Tensor>& inputs, std::vector<Tensor>* outputs) override;
   size_t workspace_bytes() const override;
   RunProfile last_profile() const override { return profile_; }
+  const PrepareTimes& prepare_times() const { return times_; }
+  const Plan& plan() const { return *plan_; }
 
  private:
   explicit CudaPreparedGraph(std::shared_ptr<BackendState> state) : state_(std::move(state)) {}
   Status init(const graph::Graph& g);
+  // Builds the plan on `g` (graph_ itself, or a borrowed graph); `order`: g's schedule when known.
+  Status build_first(const graph::Graph& g, const std::vector<const graph::Node*>* order);
   Status run_once(const std::vector<Tensor>& inputs, std::vector<Tensor>* outputs);
   Status stage_inputs(const Plan& plan, const std::vector<Tensor>& inputs);
   Status ensure_precision(const std::vector<Tensor>& inputs);
@@ -43,7 +68,9 @@ class CudaPreparedGraph final : public PreparedGraph {
   PlanOptions plan_options() const;  // what every plan of this backend is built with (before calibration)
 
   std::shared_ptr<BackendState> state_;
-  graph::Graph graph_;  // kept for rebuilding after the reduced-precision calibration
+  graph::Graph graph_;  // kept for rebuilding after the reduced-precision calibration (when owns_graph_)
+  bool owns_graph_ = false;
+  PrepareTimes times_;
   std::string role_, signature_;
   std::unique_ptr<Plan> plan_;
   std::set<std::string> built_f32_;  // f32 nodes the plan was built with
