@@ -37,6 +37,7 @@ struct PlanOptions {
 struct BuildTimes {
   double walk = 0;   // the op builders over the schedule
   double conv = 0;   // of which Conv and ConvTranspose
+  double cudnn = 0;  // of which cuDNN's descriptors and algorithm choice (its workspace query for a new size)
   double fuse = 0;   // elementwise programs merged
   double place = 0;  // the arena's placement (and binding, for a plan with an arena of its own)
 };
@@ -99,6 +100,8 @@ class PlanBuilder {
   void need_workspace(size_t bytes);
   BufRef workspace() const { return plan_->workspace; }
   void add_step(std::unique_ptr<Step> s, const graph::Node* n);
+  // Time spent in cuDNN's planning calls (BuildTimes::cudnn).
+  void add_cudnn_ms(double ms) { plan_->build_times.cudnn += ms; }
   CudaDevice& device() { return device_; }
   cudnnHandle_t cudnn() const { return cudnn_; }
   const graph::Graph& graph() const { return graph_; }

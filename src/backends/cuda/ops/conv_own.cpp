@@ -487,10 +487,12 @@ Status plan_with_cudnn(PlanBuilder& b, const ConvProblem& p, ConvDescriptors* d,
   // Timed apart from the rest of the convolution's build (steadyocr_cuda_build_ms_total{op="Conv"} holds both).
   Stopwatch sw;
   RETURN_IF_ERROR(make_conv_descriptors(p, d));
-  metrics::inc("steadyocr_cuda_cudnn_plan_ms_total", {{"phase", "descriptors"}}, sw.elapsed_ms());
+  const double descriptors_ms = sw.elapsed_ms();
+  metrics::inc("steadyocr_cuda_cudnn_plan_ms_total", {{"phase", "descriptors"}}, descriptors_ms);
   sw.reset();
   ASSIGN_OR_RETURN(*algo, choose_conv_algo(b.device(), b.cudnn(), p, d));
   metrics::inc("steadyocr_cuda_cudnn_plan_ms_total", {{"phase", "algorithm"}}, sw.elapsed_ms());
+  b.add_cudnn_ms(descriptors_ms + sw.elapsed_ms());
   return Status::ok();
 }
 
