@@ -56,7 +56,7 @@ struct Plan {
   };
   std::vector<std::unique_ptr<Step>> steps;
   std::vector<Buffer> buffers;
-  std::vector<DevTensor> inputs, outputs;       // graph inputs (f32) and outputs (f32) as stored on the device
+  std::vector<DevTensor> inputs, outputs;  // graph inputs (f32) and outputs (f32) as stored on the device
   // Filled for keep_all plans only (the calibration's), whose every value is compared by name:
   std::map<std::string, DevTensor> values;      // every value by name
   std::map<std::string, std::string> producer;  // value name -> producing node name

@@ -28,8 +28,8 @@ class CudaSymbolicPlan final : public PreparedGraph {
  public:
   static constexpr size_t kShapesKept = 512;  // input shapes with instances (the least recently used go first), as
   // the runtime keeps per-shape plans on a device (pipeline.cpp)
-  static constexpr size_t kInstancesPerShape = 4;   // calls of one shape at once beyond it wait for an instance
-  static constexpr size_t kGraphCopiesKept = 4;     // graph copies for concurrent builds kept between them
+  static constexpr size_t kInstancesPerShape = 4;  // calls of one shape at once beyond it wait for an instance
+  static constexpr size_t kGraphCopiesKept = 4;    // graph copies for concurrent builds kept between them
 
   // Unsupported where the graph was not specialised on symbols or a node has no CUDA kernel (the runtime then plans
   // per shape and places what CUDA declines).
