@@ -134,7 +134,7 @@ fi
 if want lines; then
   for set in synth-dev sroie-dev; do
     [ -d "$F/$set" ] || continue
-    for be in cuda-fp16 cuda-fp32; do
+    for be in ${LINE_BACKENDS:-cuda-fp16 cuda-fp32}; do
       read -r lv1 lv2 <<<"${LINES:-base new}"
       for v in $lv1 $lv2; do
         variant "$v"

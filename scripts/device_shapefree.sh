@@ -15,7 +15,7 @@
 #   build/tests/test_backends -- models ../shared/data/synth-dev ../shared/data/sroie-dev ../shared/tools/ocr_eval.py
 #   (stripped binaries: strip -o; ../shared/data/golden too when it fits in 64 MiB)
 # Device (repo root, carry [".devbundle", ".gl"]): PARTS="tests plans lines" scripts/device_shapefree.sh, then
-#   PARTS=ab scripts/device_shapefree.sh (ROUNDS, REPEAT as device_busy.sh).
+#   PARTS=ab scripts/device_shapefree.sh (ROUNDS, REPEAT as device_busy.sh; LINE_BACKENDS, PLAN_BACKENDS).
 set -u
 PARTS=${PARTS:-tests plans lines}
 OUT=${OUT:-/tmp/shapefree_out}
@@ -39,6 +39,7 @@ has plans && steps="$steps plans"
 has lines && steps="$steps lines"
 if [ -n "$steps" ]; then
   OUT=$OUT/busy STEPS="$steps" LINES="pershape new" PLAN_BACKENDS=${PLAN_BACKENDS:-cuda-fp16} \
+    LINE_BACKENDS=${LINE_BACKENDS:-cuda-fp16 cuda-fp32} \
     PLAN_VARIANTS="new pershape" SETS=sroie scripts/device_busy.sh >/dev/null 2>&1
   cat "$OUT/busy/summary.txt"
 fi
