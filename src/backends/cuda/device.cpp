@@ -682,6 +682,39 @@ void CudaDevice::store_algo(const ConvAlgoKey& key, const std::string& family, c
   algo_families_.emplace(family, c);
 }
 
+namespace {
+bool dominates(const CudaDevice::ConvDims& a, const CudaDevice::ConvDims& b) {  // a >= b in every dim
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (a[i] < b[i]) return false;
+  }
+  return true;
+}
+}  // namespace
+
+bool CudaDevice::workspace_bound(const std::string& family, int algo, const ConvDims& dims, size_t* bytes) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = workspace_points_.find({family, algo});
+  if (it == workspace_points_.end()) return false;
+  bool found = false;
+  for (const auto& [at, ws] : it->second) {
+    if (!dominates(at, dims)) continue;
+    if (!found || ws < *bytes) *bytes = ws;
+    found = true;
+  }
+  return found;
+}
+
+void CudaDevice::note_workspace(const std::string& family, int algo, const ConvDims& dims, size_t bytes) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto& points = workspace_points_[{family, algo}];
+  for (const auto& [at, ws] : points) {
+    if (dominates(at, dims) && ws <= bytes) return;  // adds nothing the kept ones do not cover
+  }
+  std::erase_if(points, [&](const auto& p) { return dominates(dims, p.first) && bytes <= p.second; });
+  if (points.size() >= kWorkspacePointsKept) points.erase(points.begin());  // the oldest
+  points.emplace_back(dims, bytes);
+}
+
 // ---- PinnedPool ------------------------------------------------------------------------------------------------
 
 PinnedPool::~PinnedPool() {

@@ -6,6 +6,7 @@
 #include <cuda_runtime_api.h>
 #include <cudnn.h>
 
+#include <array>
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
@@ -203,6 +204,13 @@ class CudaDevice {
   bool find_algo(const ConvAlgoKey& key, ConvAlgoChoice* out) const;
   bool find_algo_family(const std::string& family, ConvAlgoChoice* out) const;
   void store_algo(const ConvAlgoKey& key, const std::string& family, const ConvAlgoChoice& c);
+  // A cuDNN workspace that suffices for a problem of `family` with `algo` at `dims` (N, H, W, OH, OW) without asking
+  // cuDNN (whose workspace query costs a new input shape tens of microseconds per convolution): the smallest one an
+  // exact query gave for the same layer and algorithm on a problem at least as large in every dim. False when none.
+  using ConvDims = std::array<int64_t, 5>;
+  bool workspace_bound(const std::string& family, int algo, const ConvDims& dims, size_t* bytes) const;
+  // Remembers an exact query's answer (the largest problems of each layer and algorithm are kept).
+  void note_workspace(const std::string& family, int algo, const ConvDims& dims, size_t bytes);
   size_t weight_bytes() const;
 
  private:
@@ -235,6 +243,9 @@ class CudaDevice {
   std::atomic<int> waiting_{0};  // runs in wait_lane now
   std::map<ConvAlgoKey, ConvAlgoChoice> algos_;
   std::map<std::string, ConvAlgoChoice> algo_families_;
+  // Exact workspace answers per (layer family, algorithm), none dominated by another (workspace_bound).
+  static constexpr size_t kWorkspacePointsKept = 16;
+  std::map<std::pair<std::string, int>, std::vector<std::pair<ConvDims, size_t>>> workspace_points_;
 };
 
 }  // namespace steadyocr::cuda

@@ -20,6 +20,20 @@ bool math_allowed(cudnnMathType_t m, DType dt, bool relaxed) {
   return true;
 }
 
+// Forward algorithms that run any spatial size of a layer they run at all, with a workspace that does not shrink as
+// the problem grows (none or precomputed indices: the GEMM forms): a problem no larger in any dim than one queried
+// before takes that query's workspace instead of asking cuDNN again. The others (FFT, Winograd, direct) are asked
+// for every new size: whether they run it at all can depend on the size.
+bool size_free_algo(const ConvProblem& p, int algo) {
+  return !p.backward_data &&
+         (algo == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM ||
+          algo == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM || algo == CUDNN_CONVOLUTION_FWD_ALGO_GEMM);
+}
+
+CudaDevice::ConvDims dims_of(const ConvProblem& p) {
+  return {p.n, p.h, p.w, p.oh, p.ow};
+}
+
 }  // namespace
 
 ConvDescriptors::~ConvDescriptors() {
@@ -85,12 +99,18 @@ Result<ConvAlgoChoice> choose_conv_algo(CudaDevice& dev, cudnnHandle_t handle, c
     return choice;
   }
   // The same layer at another size: reuse its algorithm when cuDNN accepts it for this shape (no heuristics run).
-  if (dev.find_algo_family(p.family(), &choice)) {
+  const std::string family = p.family();
+  if (dev.find_algo_family(family, &choice)) {
     size_t ws = 0;
     cudnnStatus_t rc;
     if (dnn().cudnnSetConvolutionMathType(d->conv, static_cast<cudnnMathType_t>(choice.math_type)) !=
         CUDNN_STATUS_SUCCESS) {
       rc = CUDNN_STATUS_BAD_PARAM;
+    } else if (size_free_algo(p, choice.algo) && dev.workspace_bound(family, choice.algo, dims_of(p), &ws)) {
+      choice.workspace = ws;  // a larger problem of this layer needed no more: cuDNN is not asked
+      dev.store_algo(key, family, choice);
+      metrics::inc("steadyocr_cuda_conv_workspace_queries_total", {{"result", "bounded"}});
+      return choice;
     } else if (!p.backward_data) {
       rc = dnn().cudnnGetConvolutionForwardWorkspaceSize(handle, d->x, d->w, d->conv, d->y,
                                                          static_cast<cudnnConvolutionFwdAlgo_t>(choice.algo), &ws);
@@ -100,7 +120,9 @@ Result<ConvAlgoChoice> choose_conv_algo(CudaDevice& dev, cudnnHandle_t handle, c
     }
     if (rc == CUDNN_STATUS_SUCCESS && ws <= kMaxWorkspace) {
       choice.workspace = ws;
-      dev.store_algo(key, p.family(), choice);
+      dev.store_algo(key, family, choice);
+      if (size_free_algo(p, choice.algo)) dev.note_workspace(family, choice.algo, dims_of(p), ws);
+      metrics::inc("steadyocr_cuda_conv_workspace_queries_total", {{"result", "asked"}});
       return choice;
     }
   }
@@ -149,7 +171,8 @@ Result<ConvAlgoChoice> choose_conv_algo(CudaDevice& dev, cudnnHandle_t handle, c
     SO_GPU_CHECK(dnn().cudnnGetConvolutionBackwardDataWorkspaceSize(
         handle, d->w, d->y, d->conv, d->x, static_cast<cudnnConvolutionBwdDataAlgo_t>(choice.algo), &choice.workspace));
   }
-  dev.store_algo(key, p.family(), choice);
+  dev.store_algo(key, family, choice);
+  if (size_free_algo(p, choice.algo)) dev.note_workspace(family, choice.algo, dims_of(p), choice.workspace);
   metrics::inc("steadyocr_cuda_algo_selections_total", {{"kind", p.backward_data ? "deconv" : "conv"}});
   log::debug("cuda", "conv {}: algo {} math {} workspace {} B", p.key(), choice.algo, choice.math_type,
              choice.workspace);
