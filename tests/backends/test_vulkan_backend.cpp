@@ -255,6 +255,37 @@ TEST(VulkanPlugin, OnePlanServesEveryShapeWithThatShapesOwnBits) {
   EXPECT_EQ((*b)->stats().plans_built, 4u);
 }
 
+// Many new shapes, largest first (the shared buffers never grow): what the plan holds grows by about one instance's
+// parameters per shape, not faster. The next instance's objects are made ahead, sized by the last instance's use;
+// sizing them by the last buffer (a spare a quarter larger) grew every spare by a quarter, to hundreds of MiB and
+// seconds per new shape on NVIDIA's driver (2026-12-07).
+TEST(VulkanPlugin, ManyShapesKeepEachInstanceSmall) {
+  SO_VULKAN_OR_SKIP();
+  SO_REQUIRE_MODELS();
+  auto backend = runtime::create_backend("vulkan");
+  ASSERT_TRUE(backend.is_ok()) << backend.status().to_string();
+  auto imported = graph::import_onnx(models_dir() + "/ch_ppocr_mobile_v2.0_cls_infer.onnx");
+  ASSERT_TRUE(imported.is_ok()) << imported.status().to_string();
+  graph::Graph g = imported->clone();
+  g.inputs()[0]->shape = {-1, 3, 48, -1};
+  ASSERT_TRUE(graph::specialize_symbolic(g, runtime::reference_pass_options()).is_ok());
+  ASSERT_TRUE(graph::optimize(g, runtime::reference_pass_options()).is_ok());
+  auto plan = (*backend)->prepare_symbolic(g);
+  ASSERT_TRUE(plan.is_ok()) << plan.status().to_string();
+  std::vector<size_t> held;  // after each new shape
+  for (int i = 0; i < 24; ++i) {
+    const Tensor x = random_tensor({1, 3, 48, 320 - 8 * i}, static_cast<uint32_t>(80 + i));
+    std::vector<Tensor> out;
+    Status s = (*plan)->run({x}, &out);
+    ASSERT_TRUE(s.is_ok()) << s.to_string();
+    held.push_back((*plan)->workspace_bytes());
+  }
+  const size_t first_seven = held[7] - held[0], next_sixteen = held[23] - held[7];
+  std::printf("held after 1, 8 and 24 shapes: %zu, %zu, %zu bytes\n", held[0], held[7], held[23]);
+  EXPECT_GT(first_seven, 0u);
+  EXPECT_LE(next_sixteen, 4 * first_seven) << "the instances' own memory grows faster than their number";
+}
+
 // The pipeline's device profile as the Vulkan plugin sees it: several threads calling one model with shapes that
 // come and go, every result equal to a serial run's. Per shape: plans made, replicated, evicted while other plans
 // run. With the plan for every shape: its instances made and reused while the other threads wait for it.

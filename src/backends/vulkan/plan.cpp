@@ -361,6 +361,7 @@ Status Plan::finish(PlanBuilder& b, const graph::Graph& g, SharedBuffers* shared
     param_bytes += round_up(std::max<size_t>(d.params.size(), 1) * 4, align);
   }
   param_bytes = std::max<size_t>(param_bytes, 16);
+  param_used_ = param_bytes;
   if (spare && spare->params && spare->params->bytes() >= param_bytes) {
     params_ = std::move(spare->params);
   } else {

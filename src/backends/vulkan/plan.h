@@ -181,7 +181,9 @@ class Plan final : public PreparedGraph {
   Status run(const std::vector<Tensor>& inputs, std::vector<Tensor>* outputs) override;
   size_t workspace_bytes() const override;
   size_t dispatches() const { return dispatches_.size(); }
-  size_t param_bytes() const { return params_ ? params_->bytes() : 0; }
+  // The parameter bytes its dispatches use (not the buffer's size, which may be a larger spare's: sizing the next
+  // spare by that grew it by a quarter per instance, 2026-12-07, to hundreds of MiB and seconds per new shape).
+  size_t param_bytes() const { return param_used_; }
 
  private:
   Plan() = default;
@@ -205,6 +207,7 @@ class Plan final : public PreparedGraph {
   std::unique_ptr<DeviceBuffer> params_;
   bool shared_ = false;  // arena and staging belong to a SymbolicPlan (workspace_bytes counts the parameters only)
   std::vector<size_t> param_offsets_;
+  size_t param_used_ = 0;
   VkDescriptorPool pool_ = VK_NULL_HANDLE;
   VkCommandPool cmd_pool_ = VK_NULL_HANDLE;
   VkCommandBuffer cmd_ = VK_NULL_HANDLE;
