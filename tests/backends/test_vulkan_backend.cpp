@@ -356,13 +356,15 @@ namespace {
 TEST(VulkanPlugin, AQueueBusyWithOtherThreadsWorkIsNotAHang) {
   SO_VULKAN_OR_SKIP();
   SO_REQUIRE_MODELS();
-  constexpr int kThreads = 10;
+  constexpr int kThreads = 16;
   auto cpu = runtime::create_backend("cpu");
   ASSERT_TRUE(cpu.is_ok()) << cpu.status().to_string();
   auto calib = runtime::create_backend("vulkan");
   ASSERT_TRUE(calib.is_ok()) << calib.status().to_string();
-  // The case needs the queue busy with the other threads' runs for longer than the limit, which is at least 0.1 s:
-  // the smallest input whose one run takes a tenth of that (a GPU runs the first one in ~2 ms, lavapipe in ~50).
+  // The case needs the queue busy with the other threads' runs for longer than the limit, which is at least 0.1 s and
+  // four runs: the smallest input whose one run takes a quarter of the floor (a GPU runs the first one in ~2 ms, the
+  // second in ~17, lavapipe the first in ~50). Runs of several threads overlap in part (copies beside kernels): with
+  // 10 threads and 17 ms runs an H100 finished them all in 72 ms (2026-12-07), under the floor.
   std::optional<graph::Graph> g;
   Tensor x;
   std::vector<Tensor> expected;
@@ -382,9 +384,9 @@ TEST(VulkanPlugin, AQueueBusyWithOtherThreadsWorkIsNotAHang) {
     Stopwatch one;
     ASSERT_TRUE(placed->prepared->run({x}, &expected).is_ok());
     one_s = one.elapsed_ms() / 1000.0;
-    if (one_s >= 0.01) break;
+    if (one_s >= 0.025) break;
   }
-  if (one_s < 0.01)
+  if (one_s < 0.025)
     GTEST_SKIP() << "the largest input runs in " << one_s << " s: the queue cannot be kept busy past "
                  << "the 0.1 s hang limit's floor by " << kThreads << " runs";
   auto prepare_on = [&](const std::shared_ptr<Backend>& b) {

@@ -48,6 +48,13 @@ PlanBuilder::PlanBuilder(CudaDevice& device, cudnnHandle_t cudnn, const graph::G
   decide_static_precision();
 }
 
+Result<cudnnHandle_t> PlanBuilder::cudnn() {
+  if (cudnn_) return cudnn_;
+  if (!options_.cudnn_source) return internal_error("this plan build has no cuDNN handle");
+  ASSIGN_OR_RETURN(cudnn_, options_.cudnn_source());
+  return cudnn_;
+}
+
 std::set<std::string> static_f32_nodes(const graph::Graph& graph) {
   std::set<std::string> keep;
   for (const auto& n : graph.nodes()) {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <array>
+#include <functional>
 #include <map>
 #include <memory>
 #include <set>
@@ -31,6 +32,9 @@ struct PlanOptions {
   // The graph's schedule, worked out once by a plan for every shape (null: the builder works it out). Its nodes
   // were checked against op_supported when it was made, so the builder does not check them again.
   const std::vector<const graph::Node*>* order = nullptr;
+  // Where a builder made without a cuDNN handle gets one, the first time cuDNN must be asked (heuristics, a workspace
+  // query): a new shape whose convolutions the device's cache answers leases none.
+  std::function<Result<cudnnHandle_t>()> cudnn_source;
 };
 
 // Where a plan's build went, ms.
@@ -103,7 +107,8 @@ class PlanBuilder {
   // Time spent in cuDNN's planning calls (BuildTimes::cudnn).
   void add_cudnn_ms(double ms) { plan_->build_times.cudnn += ms; }
   CudaDevice& device() { return device_; }
-  cudnnHandle_t cudnn() const { return cudnn_; }
+  // The build's cuDNN handle: the one given, else PlanOptions::cudnn_source's (asked once).
+  Result<cudnnHandle_t> cudnn();
   const graph::Graph& graph() const { return graph_; }
   Precision precision() const { return options_.precision; }
   bool own_conv() const { return options_.own_conv || !options_.cudnn; }

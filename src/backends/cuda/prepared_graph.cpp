@@ -7,6 +7,7 @@
 #include <future>
 #include <map>
 #include <numeric>
+#include <optional>
 
 #include "backends/cuda/check.h"
 #include "backends/cuda/kernels/kernels.h"
@@ -94,10 +95,6 @@ Status CudaPreparedGraph::init(const graph::Graph& g) {
 Status CudaPreparedGraph::build_first(const graph::Graph& g, const std::vector<const graph::Node*>* order) {
   CudaDevice& dev = *state_->device;
   SO_GPU_CHECK(cudaSetDevice(dev.index()));
-  Stopwatch setup;
-  ASSIGN_OR_RETURN(Lane lane, dev.acquire_lane());  // for cuDNN's algorithm queries while building
-  times_.lane = setup.elapsed_ms();
-  metrics::inc("steadyocr_cuda_prepare_ms_total", {{"phase", "setup"}}, times_.lane);
   PlanOptions opts = plan_options();
   opts.order = order;
   if (state_->precision == Precision::kF16) {
@@ -147,21 +144,30 @@ Status CudaPreparedGraph::build_first(const graph::Graph& g, const std::vector<c
   }
   built_f32_ = opts.force_f32;
   opts.lease_arena = !state_->own_arenas;
-  Stopwatch leasing;
-  auto dnn = state_->cudnn ? dev.lease_cudnn(lane.stream) : Result<CudnnLease>(CudnnLease());
-  times_.cudnn = leasing.elapsed_ms();
-  metrics::inc("steadyocr_cuda_cudnn_lease_ms_total", {{"for", "plan"}}, times_.cudnn);
-  if (!dnn.is_ok()) {
-    dev.release_lane(std::move(lane));
-    return dnn.status();
-  }
+  // A lane (for its stream) and a cuDNN handle only when the build must ask cuDNN something: under load both are
+  // held by runs, and a new shape whose convolutions the device's cache answers waits for neither.
+  std::optional<Lane> lane;
+  CudnnLease dnn;
+  opts.cudnn_source = [&]() -> Result<cudnnHandle_t> {
+    if (!state_->cudnn) return unavailable("cuDNN is not used by " + state_->name);
+    Stopwatch setup;
+    ASSIGN_OR_RETURN(Lane l, dev.acquire_lane());
+    lane.emplace(std::move(l));
+    times_.lane = setup.elapsed_ms();
+    metrics::inc("steadyocr_cuda_prepare_ms_total", {{"phase", "setup"}}, times_.lane);
+    Stopwatch leasing;
+    ASSIGN_OR_RETURN(dnn, dev.lease_cudnn(lane->stream));
+    times_.cudnn = leasing.elapsed_ms();
+    metrics::inc("steadyocr_cuda_cudnn_lease_ms_total", {{"for", "plan"}}, times_.cudnn);
+    return dnn.get();
+  };
   Stopwatch builder_sw;
-  PlanBuilder builder(dev, dnn->get(), g, opts);
+  PlanBuilder builder(dev, nullptr, g, opts);
   auto plan = builder.build();
-  times_.builder = builder_sw.elapsed_ms();
+  times_.builder = builder_sw.elapsed_ms() - times_.lane - times_.cudnn;
   metrics::inc("steadyocr_cuda_prepare_ms_total", {{"phase", "builder"}}, times_.builder);
-  *dnn = CudnnLease();
-  if (!device_lost()) dev.release_lane(std::move(lane));
+  dnn = CudnnLease();
+  if (lane && !device_lost()) dev.release_lane(std::move(*lane));
   if (!plan.is_ok()) return plan.status();
   plan_ = std::move(plan).value();
   // Runs lease their arena; a plan whose arena cannot fit the budget beside the weights is refused now, with the

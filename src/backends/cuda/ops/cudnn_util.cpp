@@ -90,8 +90,8 @@ Status make_conv_descriptors(const ConvProblem& p, ConvDescriptors* d) {
   return Status::ok();
 }
 
-Result<ConvAlgoChoice> choose_conv_algo(CudaDevice& dev, cudnnHandle_t handle, const ConvProblem& p,
-                                        ConvDescriptors* d) {
+Result<ConvAlgoChoice> choose_conv_algo(CudaDevice& dev, const std::function<Result<cudnnHandle_t>()>& handle_of,
+                                        const ConvProblem& p, ConvDescriptors* d) {
   ConvAlgoKey key{p.key()};
   ConvAlgoChoice choice;
   if (dev.find_algo(key, &choice)) {
@@ -111,7 +111,9 @@ Result<ConvAlgoChoice> choose_conv_algo(CudaDevice& dev, cudnnHandle_t handle, c
       dev.store_algo(key, family, choice);
       metrics::inc("steadyocr_cuda_conv_workspace_queries_total", {{"result", "bounded"}});
       return choice;
-    } else if (!p.backward_data) {
+    } else if (auto h = handle_of(); !h.is_ok()) {
+      return h.status();
+    } else if (cudnnHandle_t handle = *h; !p.backward_data) {
       rc = dnn().cudnnGetConvolutionForwardWorkspaceSize(handle, d->x, d->w, d->conv, d->y,
                                                          static_cast<cudnnConvolutionFwdAlgo_t>(choice.algo), &ws);
     } else {
@@ -127,6 +129,7 @@ Result<ConvAlgoChoice> choose_conv_algo(CudaDevice& dev, cudnnHandle_t handle, c
     }
   }
   bool found = false;
+  ASSIGN_OR_RETURN(cudnnHandle_t handle, handle_of());
   if (!p.backward_data) {
     cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
     int returned = 0;

@@ -3,6 +3,7 @@
 
 #include <cudnn.h>
 
+#include <functional>
 #include <string>
 
 #include "backends/cuda/device.h"
@@ -38,8 +39,10 @@ Status make_conv_descriptors(const ConvProblem& p, ConvDescriptors* d);
 
 // The algorithm for the problem: from the device's cache, else cuDNN's heuristics (no timing runs), the first
 // candidate that is supported, deterministic and fits the workspace limit. Sets the chosen math type on d->conv.
-Result<ConvAlgoChoice> choose_conv_algo(CudaDevice& dev, cudnnHandle_t handle, const ConvProblem& p,
-                                        ConvDescriptors* d);
+// `handle` gives a cuDNN handle when cuDNN must be asked (heuristics, a workspace query): a problem answered from the
+// device's cache asks for none.
+Result<ConvAlgoChoice> choose_conv_algo(CudaDevice& dev, const std::function<Result<cudnnHandle_t>()>& handle,
+                                        const ConvProblem& p, ConvDescriptors* d);
 
 cudnnDataType_t cudnn_type(DType t);
 
