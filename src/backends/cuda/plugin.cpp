@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/common/plugin_entries.h"
 #include "backends/cuda/backend_config.h"
 #include "backends/cuda/check.h"
 #include "backends/cuda/cuda_backend.h"
@@ -244,50 +245,19 @@ int supports(void* backend, const void* node) {
   }
 }
 
-// Backend::prepare or prepare_symbolic through the table.
-int prepare_with(bool symbolic, void* backend, const void* graph, void** prepared, SoPluginStatus* status) {
-  return guarded(status, "preparing a graph on CUDA", "", [&]() -> Status {
-    if (!backend || !graph || !prepared) return steadyocr::invalid_argument("prepare: null argument");
-    *prepared = nullptr;
-    auto* b = static_cast<steadyocr::Backend*>(backend);
-    const auto& g = *static_cast<const steadyocr::graph::Graph*>(graph);
-    ASSIGN_OR_RETURN(std::unique_ptr<steadyocr::PreparedGraph> p, symbolic ? b->prepare_symbolic(g) : b->prepare(g));
-    *prepared = p.release();
-    return Status::ok();
-  });
-}
-
 int prepare(void* backend, const void* graph, void** prepared, SoPluginStatus* status) {
-  return prepare_with(false, backend, graph, prepared, status);
+  return guarded(status, "preparing a graph on CUDA", "",
+                 [&] { return steadyocr::plugin_entries::prepare(false, backend, graph, prepared); });
 }
 
 int prepare_symbolic(void* backend, const void* graph, void** prepared, SoPluginStatus* status) {
-  return prepare_with(true, backend, graph, prepared, status);
-}
-
-double last_plan_ms(void* prepared) {
-  try {
-    return prepared ? static_cast<steadyocr::PreparedGraph*>(prepared)->last_plan_ms() : 0;
-  } catch (...) {
-    return 0;
-  }
-}
-
-int runs_concurrently(void* prepared) {
-  try {
-    return prepared && static_cast<steadyocr::PreparedGraph*>(prepared)->concurrent() ? 1 : 0;
-  } catch (...) {
-    return 0;
-  }
+  return guarded(status, "preparing a graph on CUDA", "",
+                 [&] { return steadyocr::plugin_entries::prepare(true, backend, graph, prepared); });
 }
 
 int run(void* prepared, const void* inputs, void* outputs, SoPluginStatus* status) {
-  return guarded(status, "running a graph on CUDA", "", [&]() -> Status {
-    if (!prepared || !inputs || !outputs) return steadyocr::invalid_argument("run: null argument");
-    return static_cast<steadyocr::PreparedGraph*>(prepared)->run(
-        *static_cast<const std::vector<steadyocr::Tensor>*>(inputs),
-        static_cast<std::vector<steadyocr::Tensor>*>(outputs));
-  });
+  return guarded(status, "running a graph on CUDA", "",
+                 [&] { return steadyocr::plugin_entries::run(prepared, inputs, outputs); });
 }
 
 void last_profile(void* prepared, SoRunProfile* out) {
@@ -299,21 +269,6 @@ void last_profile(void* prepared, SoRunProfile* out) {
     *out = {p.measured ? 1 : 0, p.acquire_ms, p.staging_ms, p.upload_ms, p.compute_ms, p.download_ms, p.sync_ms};
   } catch (...) {
     *out = SoRunProfile{};
-  }
-}
-
-size_t workspace_bytes(void* prepared) {
-  try {
-    return prepared ? static_cast<steadyocr::PreparedGraph*>(prepared)->workspace_bytes() : 0;
-  } catch (...) {
-    return 0;
-  }
-}
-
-void destroy_prepared(void* prepared) {
-  try {
-    delete static_cast<steadyocr::PreparedGraph*>(prepared);
-  } catch (...) {
   }
 }
 
@@ -366,14 +321,14 @@ extern "C" __attribute__((visibility("default"))) const SteadyocrPluginApi* stea
     api.supports = supports;
     api.prepare = prepare;
     api.run = run;
-    api.workspace_bytes = workspace_bytes;
-    api.destroy_prepared = destroy_prepared;
+    api.workspace_bytes = steadyocr::plugin_entries::workspace_bytes;
+    api.destroy_prepared = steadyocr::plugin_entries::destroy_prepared;
     api.run_check = run_check_entry;
     api.set_fault = set_fault;
     api.last_profile = last_profile;
     api.prepare_symbolic = prepare_symbolic;
-    api.last_plan_ms = last_plan_ms;
-    api.runs_concurrently = runs_concurrently;
+    api.last_plan_ms = steadyocr::plugin_entries::last_plan_ms;
+    api.runs_concurrently = steadyocr::plugin_entries::runs_concurrently;
     return true;
   }();
   (void)host_api_version;  // the host compares api_version; the table itself never changes shape by request

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/common/plugin_entries.h"
 #include "backends/cuda/plugin_abi.h"
 #include "backends/vulkan/backend.h"
 #include "backends/vulkan/device.h"
@@ -119,57 +120,19 @@ int supports(void* backend, const void* node) {
   }
 }
 
-// Backend::prepare or prepare_symbolic through the table.
-int prepare_with(bool symbolic, void* backend, const void* graph, void** prepared, SoPluginStatus* status) {
-  return guarded(status, "planning on Vulkan", [&]() -> Status {
-    if (!backend || !graph || !prepared) return steadyocr::invalid_argument("prepare: null argument");
-    *prepared = nullptr;
-    auto* b = static_cast<steadyocr::Backend*>(backend);
-    const auto& g = *static_cast<const steadyocr::graph::Graph*>(graph);
-    ASSIGN_OR_RETURN(std::unique_ptr<steadyocr::PreparedGraph> p, symbolic ? b->prepare_symbolic(g) : b->prepare(g));
-    *prepared = p.release();
-    return Status::ok();
-  });
-}
-
 int prepare(void* backend, const void* graph, void** prepared, SoPluginStatus* status) {
-  return prepare_with(false, backend, graph, prepared, status);
+  return guarded(status, "planning on Vulkan",
+                 [&] { return steadyocr::plugin_entries::prepare(false, backend, graph, prepared); });
 }
 
 int prepare_symbolic(void* backend, const void* graph, void** prepared, SoPluginStatus* status) {
-  return prepare_with(true, backend, graph, prepared, status);
-}
-
-double last_plan_ms(void* prepared) {
-  try {
-    return prepared ? static_cast<steadyocr::PreparedGraph*>(prepared)->last_plan_ms() : 0;
-  } catch (...) {
-    return 0;
-  }
+  return guarded(status, "planning on Vulkan",
+                 [&] { return steadyocr::plugin_entries::prepare(true, backend, graph, prepared); });
 }
 
 int run(void* prepared, const void* inputs, void* outputs, SoPluginStatus* status) {
-  return guarded(status, "running on Vulkan", [&]() -> Status {
-    if (!prepared || !inputs || !outputs) return steadyocr::invalid_argument("run: null argument");
-    return static_cast<steadyocr::PreparedGraph*>(prepared)->run(
-        *static_cast<const std::vector<steadyocr::Tensor>*>(inputs),
-        static_cast<std::vector<steadyocr::Tensor>*>(outputs));
-  });
-}
-
-size_t workspace_bytes(void* prepared) {
-  try {
-    return prepared ? static_cast<steadyocr::PreparedGraph*>(prepared)->workspace_bytes() : 0;
-  } catch (...) {
-    return 0;
-  }
-}
-
-void destroy_prepared(void* prepared) {
-  try {
-    delete static_cast<steadyocr::PreparedGraph*>(prepared);
-  } catch (...) {
-  }
+  return guarded(status, "running on Vulkan",
+                 [&] { return steadyocr::plugin_entries::run(prepared, inputs, outputs); });
 }
 
 int run_check(const char* name, const char* args_json, char* result_json, size_t result_len) {
@@ -210,10 +173,10 @@ extern "C" __attribute__((visibility("default"))) const SteadyocrVulkanApi* stea
     api.supports = supports;
     api.prepare = prepare;
     api.run = run;
-    api.workspace_bytes = workspace_bytes;
-    api.destroy_prepared = destroy_prepared;
+    api.workspace_bytes = steadyocr::plugin_entries::workspace_bytes;
+    api.destroy_prepared = steadyocr::plugin_entries::destroy_prepared;
     api.prepare_symbolic = prepare_symbolic;
-    api.last_plan_ms = last_plan_ms;
+    api.last_plan_ms = steadyocr::plugin_entries::last_plan_ms;
     api.run_check = run_check;
     return true;
   }();
