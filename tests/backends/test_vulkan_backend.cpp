@@ -187,6 +187,18 @@ TEST(VulkanPlugin, WeightsAreFoundByTheirStorageNotByAReusedAddress) {
   }
 }
 
+// The angle classifier with free N and W, specialised on symbols and optimised as the runtime does.
+graph::Graph symbolic_cls_graph() {
+  auto imported = graph::import_onnx(models_dir() + "/ch_ppocr_mobile_v2.0_cls_infer.onnx");
+  EXPECT_TRUE(imported.is_ok()) << imported.status().to_string();
+  if (!imported.is_ok()) return graph::Graph();
+  graph::Graph g = imported->clone();
+  g.inputs()[0]->shape = {-1, 3, 48, -1};
+  EXPECT_TRUE(graph::specialize_symbolic(g, runtime::reference_pass_options()).is_ok());
+  EXPECT_TRUE(graph::optimize(g, runtime::reference_pass_options()).is_ok());
+  return g;
+}
+
 // One plan for every input shape (Backend::prepare_symbolic) on a real model, the angle classifier (small enough for
 // lavapipe): each shape reads the bits its own plan reads, a shape seen before plans nothing, and one arena and
 // staging pair serve every shape (grown for the largest), so that many shapes hold about what the largest one's own
@@ -197,12 +209,8 @@ TEST(VulkanPlugin, OnePlanServesEveryShapeWithThatShapesOwnBits) {
   auto backend = runtime::create_backend("vulkan");
   ASSERT_TRUE(backend.is_ok()) << backend.status().to_string();
   const std::string path = models_dir() + "/ch_ppocr_mobile_v2.0_cls_infer.onnx";
-  auto imported = graph::import_onnx(path);
-  ASSERT_TRUE(imported.is_ok()) << imported.status().to_string();
-  graph::Graph g = imported->clone();
-  g.inputs()[0]->shape = {-1, 3, 48, -1};
-  ASSERT_TRUE(graph::specialize_symbolic(g, runtime::reference_pass_options()).is_ok());
-  ASSERT_TRUE(graph::optimize(g, runtime::reference_pass_options()).is_ok());
+  graph::Graph g = symbolic_cls_graph();
+  ASSERT_FALSE(HasFailure());
   auto shape_free = (*backend)->prepare_symbolic(g);
   ASSERT_TRUE(shape_free.is_ok()) << shape_free.status().to_string();
   // Largest first: the shared buffers fit every shape after it, and a shape seen again plans nothing. Then a larger
@@ -264,12 +272,8 @@ TEST(VulkanPlugin, ManyShapesKeepEachInstanceSmall) {
   SO_REQUIRE_MODELS();
   auto backend = runtime::create_backend("vulkan");
   ASSERT_TRUE(backend.is_ok()) << backend.status().to_string();
-  auto imported = graph::import_onnx(models_dir() + "/ch_ppocr_mobile_v2.0_cls_infer.onnx");
-  ASSERT_TRUE(imported.is_ok()) << imported.status().to_string();
-  graph::Graph g = imported->clone();
-  g.inputs()[0]->shape = {-1, 3, 48, -1};
-  ASSERT_TRUE(graph::specialize_symbolic(g, runtime::reference_pass_options()).is_ok());
-  ASSERT_TRUE(graph::optimize(g, runtime::reference_pass_options()).is_ok());
+  graph::Graph g = symbolic_cls_graph();
+  ASSERT_FALSE(HasFailure());
   auto plan = (*backend)->prepare_symbolic(g);
   ASSERT_TRUE(plan.is_ok()) << plan.status().to_string();
   std::vector<size_t> held;  // after each new shape

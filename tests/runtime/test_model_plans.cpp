@@ -185,15 +185,25 @@ TEST(ModelPlans, WarmUpInstancesServeConcurrentCallersIdentically) {
   EXPECT_EQ((*m)->stats().runs, 9u);
 }
 
-// A backend whose plan for every shape declines inputs wider than `widest` at run time, as the Vulkan plan declines
-// a shape past a device limit; everything else is the host backend's.
-class DecliningBackend final : public Backend {
+// The host backend as is; the test backends below change only its plan for every shape.
+class ForwardingBackend : public Backend {
  public:
-  DecliningBackend(std::shared_ptr<Backend> inner, int64_t widest) : inner_(std::move(inner)), widest_(widest) {}
+  explicit ForwardingBackend(std::shared_ptr<Backend> inner) : inner_(std::move(inner)) {}
   std::string name() const override { return inner_->name(); }
   DeviceInfo device_info() const override { return inner_->device_info(); }
   bool supports(const graph::Node& node) const override { return inner_->supports(node); }
   Result<std::unique_ptr<PreparedGraph>> prepare(const graph::Graph& graph) override { return inner_->prepare(graph); }
+
+ protected:
+  std::shared_ptr<Backend> inner_;
+};
+
+// A backend whose plan for every shape declines inputs wider than `widest` at run time, as the Vulkan plan declines
+// a shape past a device limit; everything else is the host backend's.
+class DecliningBackend final : public ForwardingBackend {
+ public:
+  DecliningBackend(std::shared_ptr<Backend> inner, int64_t widest)
+      : ForwardingBackend(std::move(inner)), widest_(widest) {}
   Result<std::unique_ptr<PreparedGraph>> prepare_symbolic(const graph::Graph& graph) override {
     ASSIGN_OR_RETURN(std::unique_ptr<PreparedGraph> p, inner_->prepare_symbolic(graph));
     return std::unique_ptr<PreparedGraph>(new Declining(std::move(p), widest_));
@@ -212,7 +222,6 @@ class DecliningBackend final : public Backend {
     std::unique_ptr<PreparedGraph> inner_;
     int64_t widest_;
   };
-  std::shared_ptr<Backend> inner_;
   int64_t widest_;
 };
 
@@ -251,13 +260,9 @@ TEST(ModelPlans, AShapeTheOnePlanDeclinesIsPlannedOnItsOwn) {
 // A backend whose plan for every shape takes concurrent calls (PreparedGraph::concurrent, as the CUDA backend's): its
 // run holds each caller until `together` callers are inside at once (or a few seconds pass), then runs the host
 // backend's plan for every shape one call at a time.
-class ConcurrentBackend final : public Backend {
+class ConcurrentBackend final : public ForwardingBackend {
  public:
-  explicit ConcurrentBackend(std::shared_ptr<Backend> inner) : inner_(std::move(inner)) {}
-  std::string name() const override { return inner_->name(); }
-  DeviceInfo device_info() const override { return inner_->device_info(); }
-  bool supports(const graph::Node& node) const override { return inner_->supports(node); }
-  Result<std::unique_ptr<PreparedGraph>> prepare(const graph::Graph& graph) override { return inner_->prepare(graph); }
+  explicit ConcurrentBackend(std::shared_ptr<Backend> inner) : ForwardingBackend(std::move(inner)) {}
   Result<std::unique_ptr<PreparedGraph>> prepare_symbolic(const graph::Graph& graph) override {
     ASSIGN_OR_RETURN(std::unique_ptr<PreparedGraph> p, inner_->prepare_symbolic(graph));
     ++symbolic_prepared;
@@ -297,7 +302,6 @@ class ConcurrentBackend final : public Backend {
     std::condition_variable cv_;
     int inside_ = 0;
   };
-  std::shared_ptr<Backend> inner_;
 };
 
 // A plan for every shape that takes concurrent calls is one object for every call in flight: the model makes no
