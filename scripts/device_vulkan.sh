@@ -15,7 +15,7 @@
 # Device (repo root, carry [".devbundle", ".gl"]): scripts/device_vulkan.sh
 #   PARTS="tests doctor e2e auto bench models peers newshape" (default: all) picks the parts. newshape: what a new
 #   input shape costs the host (issue 13), synth-dev and sroie-dev read cold on vulkan with one plan for every shape,
-#   on vulkan with --per-shape-plans and on cuda-fp16 (per shape), from the debug logs (scripts/new_shape_costs.py),
+#   on vulkan with --per-shape-plans and on cuda-fp16 (one plan too), from the debug logs (scripts/new_shape_costs.py),
 #   and the two vulkan runs' lines compared. VK_TESTS (a gtest filter): the tests part runs only those.
 set -uo pipefail
 PARTS=${PARTS:-tests doctor e2e auto bench models peers newshape}
@@ -147,7 +147,7 @@ done
 fi
 if want newshape; then
 for set in synth-dev sroie-dev; do
-  for v in "vulkan one" "vulkan pershape --per-shape-plans" "cuda-fp16 pershape"; do
+  for v in "vulkan one" "vulkan pershape --per-shape-plans" "cuda-fp16 one"; do
     set -- $v
     tag=ns_${set}_$1_$2
     timeout 300 ./env.sh bin/steadyocr --log-level debug ocr $F/$set --models $F/models --backend $1 ${3:-} \
