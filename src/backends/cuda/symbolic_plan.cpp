@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 #include <utility>
 
 #include "backends/common/schedule.h"
@@ -187,6 +188,7 @@ Status CudaSymbolicPlan::run(const std::vector<Tensor>& inputs, std::vector<Tens
     std::unique_lock<std::mutex> lock(mu_);
     entry = &entries_[shapes];  // map nodes stay put; an entry in use is never evicted
     entry->used = ++clock_;
+    const auto patient_until = std::chrono::steady_clock::now() + std::chrono::milliseconds(kWaitForInstanceMs);
     for (;;) {
       for (auto& i : entry->instances) {
         if (!i->busy) {
@@ -196,12 +198,17 @@ Status CudaSymbolicPlan::run(const std::vector<Tensor>& inputs, std::vector<Tens
         }
       }
       if (instance) break;
-      if (entry->instances.size() + entry->building < kInstancesPerShape) {
+      // The shape's first instance; another only after a wait that the busy ones did not end (kWaitForInstanceMs).
+      const size_t have = entry->instances.size() + entry->building;
+      if (have == 0 ||
+          (have < kInstancesPerShape && entry->building == 0 && std::chrono::steady_clock::now() >= patient_until)) {
         ++entry->building;
         break;
       }
-      ++entry->waiting;  // every instance of this shape is running: one finishes in milliseconds
-      freed_.wait(lock);
+      ++entry->waiting;  // every instance of this shape is running (or being built): one finishes in milliseconds
+      freed_.wait_until(lock, patient_until > std::chrono::steady_clock::now()
+                                  ? patient_until
+                                  : std::chrono::steady_clock::now() + std::chrono::milliseconds(kWaitForInstanceMs));
       --entry->waiting;
     }
   }
