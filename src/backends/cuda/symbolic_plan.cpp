@@ -177,13 +177,13 @@ std::vector<std::unique_ptr<CudaSymbolicPlan::Instance>> CudaSymbolicPlan::evict
 
 Status CudaSymbolicPlan::run(const std::vector<Tensor>& inputs, std::vector<Tensor>* outputs) {
   t_last = LastRun{this, {}, 0};
-  Stopwatch sw;
   RETURN_IF_ERROR(check_inputs(inputs));
   std::vector<Shape> shapes;
   shapes.reserve(inputs.size());
   for (const Tensor& t : inputs) shapes.push_back(t.shape());
   Instance* instance = nullptr;
   Entry* entry = nullptr;
+  double waited_ms = 0;  // for a busy instance of this shape: the caller's wait, not planning
   {
     std::unique_lock<std::mutex> lock(mu_);
     entry = &entries_[shapes];  // map nodes stay put; an entry in use is never evicted
@@ -206,15 +206,19 @@ Status CudaSymbolicPlan::run(const std::vector<Tensor>& inputs, std::vector<Tens
         break;
       }
       ++entry->waiting;  // every instance of this shape is running (or being built): one finishes in milliseconds
+      Stopwatch waiting;
       freed_.wait_until(lock, patient_until > std::chrono::steady_clock::now()
                                   ? patient_until
                                   : std::chrono::steady_clock::now() + std::chrono::milliseconds(kWaitForInstanceMs));
+      waited_ms += waiting.elapsed_ms();
       --entry->waiting;
     }
   }
   std::vector<std::unique_ptr<Instance>> evicted;
   if (!instance) {
+    Stopwatch building;
     auto built = build(shapes);
+    t_last.plan_ms = building.elapsed_ms();
     std::lock_guard<std::mutex> lock(mu_);
     --entry->building;
     if (!built.is_ok()) {  // an entry left without instances goes with the least recently used
@@ -228,9 +232,9 @@ Status CudaSymbolicPlan::run(const std::vector<Tensor>& inputs, std::vector<Tens
     instance->busy = true;
     evicted = evict_locked();
   }
-  t_last.plan_ms = sw.elapsed_ms();
   Status s = instance->graph->run(inputs, outputs);
   t_last.profile = instance->graph->last_profile();
+  t_last.profile.acquire_ms += waited_ms;  // beside the wait for a stream and an arena
   {
     std::lock_guard<std::mutex> lock(mu_);
     instance->busy = false;
