@@ -531,8 +531,9 @@ Status Model::warm_up(const Tensor& input, int instances, int runs) {
 }
 
 Status Model::warm_up_concurrent(Plan& plan, const Tensor& input, int instances, int runs) {
-  // `instances` callers at once, as that many requests of this shape would come: the plan makes an instance of the
-  // shape for each caller that finds the others busy, and each runs `runs` times (its graph captured on the second).
+  // `instances` callers at once, as that many requests of this shape would come, each running `runs` times: the plan
+  // makes the instances it would make for them (the CUDA plan: one, and another for a caller that waited long for a
+  // busy one), and captures their graphs on the second run.
   PreparedGraph* prepared = plan.replicas.front().get();
   const int n = std::max(1, std::min(instances, std::max(1, options_.max_replicas)));
   std::vector<Status> results(static_cast<size_t>(n));
