@@ -39,9 +39,9 @@ void add_engine_flags(CLI::App* app, EngineArgs* args) {
       ->delimiter(',')
       ->group("");
   app->add_option("--watchdog", args->watchdog_s,
-                  "Seconds one image may take on a GPU worker before the worker counts as hung and is replaced")
-      ->check(CLI::Range(1, 86400))
-      ->capture_default_str();
+                  "Seconds one image may take on a GPU worker before the worker counts as hung and is replaced "
+                  "(default 120; 600 on a Vulkan device that is a CPU implementation, such as lavapipe)")
+      ->check(CLI::Range(1, 86400));
   app->add_option("--reprobe-ms", args->reprobe_ms,
                   "Milliseconds after a GPU rung degrades before it is re-probed (doubling while it keeps failing, up "
                   "to 5 minutes or this value if longer); it serves again once it passes")

@@ -20,7 +20,7 @@ struct EngineArgs {
   bool require_gpu = false;
   int64_t gpu_mem_mb = -1;  // engine::kGpuMemAuto
   std::string gpus = "all";
-  int watchdog_s = 120;
+  int watchdog_s = 0;               // 0: the rung's default (engine::worker_watchdog_ms)
   int reprobe_ms = 5000;            // engine::EngineOptions::reprobe_backoff_ms
   std::vector<std::string> ladder;  // hidden: explicit rungs, e.g. cpu-worker,cpu to drive fault paths without a GPU
   bool cls = false, det_only = false, rec_only = false;

@@ -52,7 +52,8 @@ struct EngineOptions {
   // Parallel regions shrink to the cores other processes leave free (core/cpu_share.h); false keeps `threads`
   // (STEADYOCR_SHARE_CORES=off, read by the front door).
   bool share_cores = true;
-  int job_timeout_ms = 120000;  // watchdog per image on a worker rung
+  // Watchdog per image on a worker rung (--watchdog); 0: the rung's default (worker_watchdog_ms).
+  int job_timeout_ms = 0;
   // Images in flight per worker (0: one per core (at least 4) for GPU rungs, whose worker reads that many at once, each
   // on its own thread and device stream; 4 for other worker rungs, whose worker reads 2 at once with all cores).
   int worker_concurrency = 0;
@@ -95,6 +96,13 @@ bool is_device_rung(const std::string& rung);
 // Images sent to a worker rung's process at once, and how many of them it reads in parallel.
 int worker_in_flight(const EngineOptions& options, const std::string& rung);
 int worker_jobs(const EngineOptions& options, const std::string& rung);
+// The worker watchdog of `rung`, ms: --watchdog when given; by default kWorkerWatchdogMs, and kCpuVulkanWatchdogMs on a
+// vulkan rung whose device is a CPU implementation (`cpu_vulkan_device`: lavapipe on two cores took over 120 s for
+// some pages and lost 3 workers per 8-page run to the watchdog, 2026-12-07; the Vulkan hang limit is likewise 60 s on
+// a GPU and 600 s on a CPU device).
+inline constexpr int kWorkerWatchdogMs = 120000;
+inline constexpr int kCpuVulkanWatchdogMs = 600000;
+int worker_watchdog_ms(const EngineOptions& options, const std::string& rung, bool cpu_vulkan_device);
 // The gpu label of per-GPU metrics: the engine's index of the GPU ("0" with a single ladder).
 std::string gpu_metric_label(const EngineOptions& options);
 // The backend a rung runs on ("cpu-worker" → "cpu").

@@ -14,6 +14,7 @@
 #include "engine/wire.h"
 #include "pipeline/handler.h"
 #include "pipeline/visualize.h"
+#include "runtime/vulkan_plugin.h"
 
 namespace steadyocr::engine {
 namespace {
@@ -119,7 +120,14 @@ class WorkerRung : public Rung {
         if (r.persistent) restarted.faults.push_back(r);
       }
       so.restart_argv = {exe, "__worker", worker_config(restarted, name(), top_)};
-      so.job_timeout_ms = options_.job_timeout_ms;
+      const bool cpu_vulkan = name().rfind("vulkan", 0) == 0 && runtime::vulkan_backend_device_is_cpu();
+      so.job_timeout_ms = worker_watchdog_ms(options_, name(), cpu_vulkan);
+      if (cpu_vulkan && options_.job_timeout_ms <= 0) {
+        log::info("engine",
+                  "{}: the Vulkan device is a CPU implementation; its worker's watchdog is {} s (--watchdog "
+                  "sets it)",
+                  name(), so.job_timeout_ms / 1000);
+      }
       so.max_attempts = options_.retry.worker_attempts;
       so.max_restarts_in_row = options_.retry.restarts_in_row;
       supervisor_ = std::make_unique<Supervisor>(so);
@@ -224,6 +232,10 @@ bool is_worker_rung(const std::string& rung) {
 }
 bool is_device_rung(const std::string& rung) {
   return is_gpu_rung(rung) || rung.rfind("vulkan", 0) == 0;
+}
+int worker_watchdog_ms(const EngineOptions& options, const std::string& rung, bool cpu_vulkan_device) {
+  if (options.job_timeout_ms > 0) return options.job_timeout_ms;
+  return rung.rfind("vulkan", 0) == 0 && cpu_vulkan_device ? kCpuVulkanWatchdogMs : kWorkerWatchdogMs;
 }
 int worker_in_flight(const EngineOptions& options, const std::string& rung) {
   if (options.worker_concurrency > 0) return options.worker_concurrency;

@@ -11,18 +11,6 @@
 
 namespace steadyocr::runtime {
 
-int vulkan_device() {
-  const auto& devices = vulkan_plugin_status().devices;
-  if (const char* v = std::getenv("STEADYOCR_VULKAN_DEVICE"); v && *v) {
-    const int i = std::atoi(v);
-    return i >= 0 && i < static_cast<int>(devices.size()) ? i : 0;
-  }
-  for (size_t i = 0; i < devices.size(); ++i) {
-    if (!vulkan_device_is_cpu(devices[i])) return static_cast<int>(i);
-  }
-  return 0;
-}
-
 std::vector<std::string> available_backends() {
   std::vector<std::string> names;
   if (cuda_plugin_status().loaded && cuda_plugin_status().device_count > 0) {
@@ -42,7 +30,7 @@ std::vector<std::string> available_backends() {
   bool vulkan_on_cpu = false;
   if (!vulkan_plugin_status().devices.empty()) {
     vulkan.push_back("vulkan");
-    const auto& d = vulkan_plugin_status().devices[static_cast<size_t>(vulkan_device())];
+    const auto& d = vulkan_plugin_status().devices[static_cast<size_t>(vulkan_backend_device())];
     if (d.storage_fp16) vulkan.push_back("vulkan-fp16");
     vulkan_on_cpu = vulkan_device_is_cpu(d);
   }
@@ -68,8 +56,9 @@ Result<std::shared_ptr<Backend>> create_backend(const std::string& name, const B
     return create_cuda_backend(config);
   }
   if (name == "reference") return std::shared_ptr<Backend>(make_reference_backend());
-  if (name == "vulkan") return create_vulkan_backend(vulkan_device(), options.gpu_memory_budget_bytes);
-  if (name == "vulkan-fp16") return create_vulkan_backend(vulkan_device(), options.gpu_memory_budget_bytes, "fp16");
+  if (name == "vulkan") return create_vulkan_backend(vulkan_backend_device(), options.gpu_memory_budget_bytes);
+  if (name == "vulkan-fp16")
+    return create_vulkan_backend(vulkan_backend_device(), options.gpu_memory_budget_bytes, "fp16");
 #ifdef STEADYOCR_HAVE_ONEDNN
   if (name == "cpu") return std::shared_ptr<Backend>(make_cpu_backend());
 #else

@@ -15,9 +15,6 @@ namespace steadyocr::runtime {
 // "cpu", "reference"}; the cuda ones only when the plugin loads and a device is present, the vulkan ones where a Vulkan
 // device is usable: after "cpu" when that device is a CPU implementation such as lavapipe).
 std::vector<std::string> available_backends();
-// The Vulkan device "vulkan" runs on: $STEADYOCR_VULKAN_DEVICE (an index among the usable devices), else the first
-// that is not a CPU implementation, else 0.
-int vulkan_device();
 // Creates a backend; a name that is unknown or unavailable is an error that says why.
 Result<std::shared_ptr<Backend>> create_backend(const std::string& name);
 

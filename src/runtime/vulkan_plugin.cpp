@@ -148,6 +148,24 @@ bool vulkan_device_is_cpu(const SoVkDeviceInfo& d) {
   return d.type == 4;  // VK_PHYSICAL_DEVICE_TYPE_CPU
 }
 
+int vulkan_backend_device() {
+  const auto& devices = vulkan_plugin_status().devices;
+  if (const char* v = std::getenv("STEADYOCR_VULKAN_DEVICE"); v && *v) {
+    const int i = std::atoi(v);
+    return i >= 0 && i < static_cast<int>(devices.size()) ? i : 0;
+  }
+  for (size_t i = 0; i < devices.size(); ++i) {
+    if (!vulkan_device_is_cpu(devices[i])) return static_cast<int>(i);
+  }
+  return 0;
+}
+
+bool vulkan_backend_device_is_cpu() {
+  const auto& devices = vulkan_plugin_status().devices;
+  const int i = vulkan_backend_device();
+  return i >= 0 && i < static_cast<int>(devices.size()) && vulkan_device_is_cpu(devices[static_cast<size_t>(i)]);
+}
+
 bool vulkan_cpu_devices_allowed() {
   return env_is("STEADYOCR_VULKAN_CPU_DEVICES", "1");
 }

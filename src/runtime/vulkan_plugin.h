@@ -37,6 +37,11 @@ const SteadyocrVulkanApi* vulkan_plugin_api();
 // machine with a CPU the cpu backend is faster, so `--backend auto` does not put it on the ladder unless
 // STEADYOCR_VULKAN_CPU_DEVICES=1 (CI does, to walk the ladder onto Vulkan).
 bool vulkan_device_is_cpu(const SoVkDeviceInfo& d);
+// The device `--backend vulkan` and the ladder's vulkan rung run on: STEADYOCR_VULKAN_DEVICE when it names one, else
+// the first that is not a CPU implementation, else the first (0 when there is none).
+int vulkan_backend_device();
+// Whether that device is a CPU implementation (false when there is no device).
+bool vulkan_backend_device_is_cpu();
 bool vulkan_cpu_devices_allowed();
 // The first device the ladder may use (-1: none), with why not in `why`.
 int vulkan_ladder_device(std::string* why);

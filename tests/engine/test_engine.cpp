@@ -320,6 +320,20 @@ TEST(EngineWorkers, GpuRungsKeepManyImagesInFlight) {
   EXPECT_EQ(worker_in_flight(o, "cpu-worker"), 3);
 }
 
+// The worker watchdog: 120 s by default; 600 s on a vulkan rung whose device is a CPU implementation (lavapipe is
+// only slow, not hung: on two cores it passed 120 s on some pages); --watchdog, when given, on every rung.
+TEST(EngineWorkers, WatchdogIsLongerOnACpuVulkanDeviceUnlessGiven) {
+  EngineOptions o;
+  EXPECT_EQ(worker_watchdog_ms(o, "cuda-fp16", false), 120000);
+  EXPECT_EQ(worker_watchdog_ms(o, "vulkan", false), 120000);
+  EXPECT_EQ(worker_watchdog_ms(o, "vulkan", true), 600000);
+  EXPECT_EQ(worker_watchdog_ms(o, "vulkan-fp16", true), 600000);
+  EXPECT_EQ(worker_watchdog_ms(o, "cpu-worker", true), 120000);  // only a vulkan rung runs on the Vulkan device
+  o.job_timeout_ms = 30000;
+  EXPECT_EQ(worker_watchdog_ms(o, "vulkan", true), 30000);
+  EXPECT_EQ(worker_watchdog_ms(o, "cuda-fp32", false), 30000);
+}
+
 // The CUDA pool's budget: 576 MiB by default on cuda rungs (the 1.5 GiB footprint), scaled with the largest detector
 // input and recognition merge so that those still fit; --gpu-mem as given; 0 is none; no default budget elsewhere.
 TEST(EngineWorkers, GpuMemoryBudgetDefaultsTo576MiBScaledWithTheLargestShapes) {
