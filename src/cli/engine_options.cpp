@@ -84,8 +84,8 @@ void add_engine_flags(CLI::App* app, EngineArgs* args) {
   app->add_flag(
       "--per-shape-plans", args->per_shape_plans,
       "Plan every new input shape (oneDNN primitives per shape on the cpu backend, a plan and arena per shape "
-      "on vulkan) instead of one plan for every shape where the backend makes one (cpu, vulkan; same "
-      "results; for comparison)");
+      "on vulkan, the graph passes and a plan per shape on cuda) instead of one plan for every shape where the "
+      "backend makes one (cpu, vulkan, cuda; same results; for comparison)");
   app->add_option("--det-limit-side", args->det_limit_side, "Longer side of the detection input")
       ->check(CLI::Range(32, 8192))
       ->capture_default_str();

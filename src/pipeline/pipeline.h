@@ -76,7 +76,7 @@ struct PipelineOptions {
   // kDevice: the recogniser takes each row's bytes with a mask for the padding and normalises them on the backend
   // (RecOptions::bytes) where the backend runs ImageLut; false: the host normalises (--host-normalize, to compare).
   bool rec_device_normalize = true;
-  // One plan for every input shape where the backend makes one (the cpu backend: runtime::ModelOptions::
+  // One plan for every input shape where the backend makes one (cpu, vulkan, cuda: runtime::ModelOptions::
   // symbolic_plans); false: every new shape is planned (--per-shape-plans, to compare).
   bool symbolic_plans = true;
   // Where the models remember between processes that their symbolic graph passed its check

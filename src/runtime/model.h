@@ -34,7 +34,7 @@ struct ModelOptions {
   // turned off for the model on a mismatch. Pays off when many shapes get planned.
   bool reuse_generic_passes = false;
   // With reuse_generic_passes: one plan for every input shape where the backend makes one (Backend::prepare_symbolic:
-  // the cpu backend), so a new shape plans nothing at all. Off, or where the backend plans per shape, each new shape
+  // cpu, vulkan, cuda), so a new shape runs no graph pass. Off, or where the backend plans per shape, each new shape
   // is instantiated and prepared.
   bool symbolic_plans = true;
   // Where a passed check of the symbolic graph (reuse_generic_passes) is remembered between processes
