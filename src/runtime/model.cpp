@@ -18,6 +18,7 @@
 #include "core/timer.h"
 #include "graph/onnx_import.h"
 #include "graph/passes/passes.h"
+#include "graph/symbolic_shapes.h"
 #include "graph/verifier.h"
 
 namespace steadyocr::runtime {
@@ -291,11 +292,7 @@ Result<graph::Graph> Model::specialized_graph(const Shape& shape) const {
 }
 
 bool Model::fits_symbolic_plan(const Shape& shape) const {
-  const Shape& declared = generic_.inputs()[0]->shape;
-  if (shape.size() != declared.size()) return false;
-  for (size_t i = 0; i < shape.size(); ++i) {
-    if (shape[i] <= 0 || (!graph::is_symbolic(declared[i]) && declared[i] != shape[i])) return false;
-  }
+  if (!graph::fits_declared(generic_.inputs()[0]->shape, shape)) return false;
   graph::SymbolValues values;
   return generic_.symbols()->evaluate({shape}, &values).is_ok();
 }

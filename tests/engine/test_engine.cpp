@@ -87,6 +87,13 @@ class Engine : public ::testing::Test {
     return c;
   }
 
+  // The fault tests' ladder: the cpu backend in a supervised worker, then in-process; `fault` armed on the worker.
+  static EngineOptions worker_options(const char* fault) {
+    auto o = options({"cpu-worker", "cpu"});
+    o.faults = faults(fault);
+    return o;
+  }
+
   void expect_same_as_clean(const std::vector<EngineOutcome>& got) {
     ASSERT_EQ(got.size(), clean().size());
     for (size_t i = 0; i < got.size(); ++i) {
@@ -166,8 +173,7 @@ TEST_F(Engine, PerImageOptionsApplyOnEveryRungKind) {
 }
 
 TEST_F(Engine, StickyFaultMidRunKillsOnlyTheWorkerAndLosesNothing) {
-  auto o = options({"cpu-worker", "cpu"});
-  o.faults = faults("sticky@det:3");
+  auto o = worker_options("sticky@det:3");
   auto e = OcrEngine::create(o);
   ASSERT_TRUE(e.is_ok()) << e.status().to_string();
   auto got = (*e)->ocr_batch(jobs_);
@@ -181,8 +187,7 @@ TEST_F(Engine, StickyFaultMidRunKillsOnlyTheWorkerAndLosesNothing) {
 
 TEST_F(Engine, DeviceThatStaysBadStepsDownVisiblyAndFinishesEveryImage) {
   metrics::reset_for_testing();
-  auto o = options({"cpu-worker", "cpu"});  // every worker dies on its 2nd det call
-  o.faults = faults("sticky@det:2!");
+  auto o = worker_options("sticky@det:2!");  // every worker dies on its 2nd det call
   auto e = OcrEngine::create(o);
   ASSERT_TRUE(e.is_ok()) << e.status().to_string();
   auto got = (*e)->ocr_batch(jobs_);
@@ -205,8 +210,7 @@ TEST_F(Engine, DeviceThatStaysBadStepsDownVisiblyAndFinishesEveryImage) {
 }
 
 TEST_F(Engine, HungWorkerIsKilledByTheWatchdogAndTheImageRetried) {
-  auto o = options({"cpu-worker", "cpu"});
-  o.faults = faults("hang@rec:2");
+  auto o = worker_options("hang@rec:2");
   o.job_timeout_ms = 4000;
   auto e = OcrEngine::create(o);
   ASSERT_TRUE(e.is_ok()) << e.status().to_string();
@@ -220,8 +224,7 @@ TEST_F(Engine, HungWorkerIsKilledByTheWatchdogAndTheImageRetried) {
 // A worker that hangs on every attempt: the step down names the watchdog's limit as a fix (a slow device, such as
 // lavapipe on a large page, looks hung to it).
 TEST_F(Engine, AHangThatStaysStepsDownNamingTheWatchdog) {
-  auto o = options({"cpu-worker", "cpu"});
-  o.faults = faults("hang@rec:1+!");
+  auto o = worker_options("hang@rec:1+!");
   o.job_timeout_ms = 1500;
   auto e = OcrEngine::create(o);
   ASSERT_TRUE(e.is_ok()) << e.status().to_string();
@@ -248,8 +251,7 @@ TEST_F(Engine, OutOfMemoryIsRecoveredBySplittingBatches) {
 }
 
 TEST_F(Engine, ClimbsBackWhenTheDegradedRungPassesItsReprobe) {
-  auto o = options({"cpu-worker", "cpu"});
-  o.faults = faults("sticky@det:2!");
+  auto o = worker_options("sticky@det:2!");
   o.reprobe = true;
   o.reprobe_backoff_ms = 200;
   auto e = OcrEngine::create(o);
@@ -368,8 +370,7 @@ namespace {
 // injector fails every call of that process after it), and all of that is one event, a worker restart — no step
 // down, nothing lost, every result as clean.
 TEST_F(Engine, StickyFaultWithManyJobsInFlightIsOneLossNotAStepDown) {
-  auto o = options({"cpu-worker", "cpu"});
-  o.faults = faults("sticky@det:3");
+  auto o = worker_options("sticky@det:3");
   o.worker_concurrency = 8;
   auto e = OcrEngine::create(o);
   ASSERT_TRUE(e.is_ok()) << e.status().to_string();

@@ -67,13 +67,7 @@ CudaSymbolicPlan::~CudaSymbolicPlan() {
 Result<std::unique_ptr<CudaSymbolicPlan::GraphCopy>> CudaSymbolicPlan::copy_graph() const {
   auto c = std::make_unique<GraphCopy>();
   c->graph = base_.clone();
-  for (const auto& v : c->graph.values()) {
-    if (graph::has_symbols(v->shape)) c->symbolic_values.emplace_back(v.get(), v->shape);
-  }
-  for (const auto& n : c->graph.nodes()) {
-    if (n->op != graph::OpKind::kReshape) continue;
-    if (graph::has_symbols(n->attr<graph::ReshapeAttrs>().shape)) c->symbolic_reshapes.push_back(n.get());
-  }
+  c->shapes.emplace(c->graph);
   ASSIGN_OR_RETURN(c->order, common::schedule(c->graph, common::ScheduleOrder::kGraph));
   return c;
 }
@@ -84,12 +78,7 @@ Status CudaSymbolicPlan::check_inputs(const std::vector<Tensor>& inputs) const {
   }
   for (size_t i = 0; i < inputs.size(); ++i) {
     const Shape& symbolic = input_shapes_[i];
-    const Shape& given = inputs[i].shape();
-    bool fits = given.size() == symbolic.size() && inputs[i].dtype() == input_dtypes_[i];
-    for (size_t d = 0; fits && d < given.size(); ++d) {
-      fits = given[d] > 0 && (graph::is_symbolic(symbolic[d]) || symbolic[d] == given[d]);
-    }
-    if (!fits) {
+    if (inputs[i].dtype() != input_dtypes_[i] || !graph::fits_declared(symbolic, inputs[i].shape())) {
       return invalid_argument(fmt::format("input '{}' is {}, the plan takes {} {}", base_.inputs()[i]->name,
                                           inputs[i].describe(), dtype_name(input_dtypes_[i]),
                                           base_.symbols()->describe(symbolic)));
@@ -124,19 +113,7 @@ Result<std::unique_ptr<CudaPreparedGraph>> CudaSymbolicPlan::build(const std::ve
     }
   } give_back{*this, copy};
   Stopwatch evaluating;
-  graph::SymbolValues values;
-  RETURN_IF_ERROR(copy->graph.symbols()->evaluate(shapes, &values));
-  for (auto& [v, symbolic] : copy->symbolic_values) {
-    v->shape = values.shape(symbolic);
-    for (int64_t d : v->shape) {
-      if (d <= 0) {  // a window larger than its input, say
-        return invalid_argument(fmt::format("'{}' would have the shape {} for input {}", v->name, shape_str(v->shape),
-                                            shape_str(shapes[0])));
-      }
-    }
-  }
-  // Explicit sizes, as graph::instantiate writes them (no 0 or -1 left to resolve).
-  for (graph::Node* n : copy->symbolic_reshapes) n->attr<graph::ReshapeAttrs>().shape = n->output()->shape;
+  RETURN_IF_ERROR(copy->shapes->write(shapes));
   const double symbols_ms = evaluating.elapsed_ms();
   InstanceSource source = source_;
   source.order = &copy->order;

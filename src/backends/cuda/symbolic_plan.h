@@ -14,6 +14,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,7 @@
 #include "backends/cuda/cuda_backend.h"
 #include "backends/cuda/prepared_graph.h"
 #include "graph/ir.h"
+#include "graph/symbolic_shapes.h"
 
 namespace steadyocr::cuda {
 
@@ -55,8 +57,7 @@ class CudaSymbolicPlan final : public PreparedGraph {
   // A copy of the symbolic graph that one build at a time writes a shape into.
   struct GraphCopy {
     graph::Graph graph;
-    std::vector<std::pair<graph::Value*, Shape>> symbolic_values;  // every value whose shape has symbols, and it
-    std::vector<graph::Node*> symbolic_reshapes;                   // Reshapes whose target has symbols
+    std::optional<graph::SymbolicShapes> shapes;  // of `graph`
     std::vector<const graph::Node*> order;
   };
   struct Instance {

@@ -19,6 +19,7 @@
 #include "backends/common/arena.h"
 #include "backends/vulkan/device.h"
 #include "graph/ir.h"
+#include "graph/symbolic_shapes.h"
 
 namespace steadyocr::vk {
 
@@ -245,8 +246,7 @@ class SymbolicPlan final : public PreparedGraph {
   std::shared_ptr<WeightCache> weights_;
   bool f16_ = false;
   graph::Graph graph_;  // the symbolic graph, epilogues expanded; its shapes are rewritten for each new input shape
-  std::vector<std::pair<graph::Value*, Shape>> symbolic_values_;  // every value whose shape has symbols, and it
-  std::vector<graph::Node*> symbolic_reshapes_;                   // Reshapes whose target has symbols
+  std::optional<graph::SymbolicShapes> shapes_;  // of graph_
   std::vector<const graph::Node*> order_;
   std::vector<Shape> input_shapes_;  // the inputs' symbolic shapes (graph_'s are rewritten)
   SharedBuffers shared_;

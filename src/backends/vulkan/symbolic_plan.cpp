@@ -22,14 +22,8 @@ Result<std::unique_ptr<SymbolicPlan>> SymbolicPlan::create(const graph::Graph& g
   plan->f16_ = f16;
   plan->graph_ = graph.clone();
   graph::expand_epilogues(plan->graph_);  // every stage is its own dispatch, as in Backend::prepare
-  for (const auto& v : plan->graph_.values()) {
-    if (graph::has_symbols(v->shape)) plan->symbolic_values_.emplace_back(v.get(), v->shape);
-  }
+  plan->shapes_.emplace(plan->graph_);
   for (const graph::Value* v : plan->graph_.inputs()) plan->input_shapes_.push_back(v->shape);
-  for (const auto& n : plan->graph_.nodes()) {
-    if (n->op != graph::OpKind::kReshape) continue;
-    if (graph::has_symbols(n->attr<graph::ReshapeAttrs>().shape)) plan->symbolic_reshapes_.push_back(n.get());
-  }
   ASSIGN_OR_RETURN(plan->order_, common::schedule(plan->graph_, common::ScheduleOrder::kGraph));
   // Checked once on the symbolic shapes; the element-count limit (2^31) again by each instance's build, where a
   // shape over it is declined (the runtime then plans that shape on its own, placing what the device cannot run).
@@ -126,30 +120,13 @@ Result<Plan*> SymbolicPlan::instance(const std::vector<Tensor>& inputs) {
   }
   for (size_t i = 0; i < shapes.size(); ++i) {
     const Shape& symbolic = input_shapes_[i];
-    bool fits = shapes[i].size() == symbolic.size() && inputs[i].dtype() == declared[i]->dtype;
-    for (size_t d = 0; fits && d < shapes[i].size(); ++d) {
-      const int64_t want = symbolic[d];
-      fits = shapes[i][d] > 0 && (graph::is_symbolic(want) || want == shapes[i][d]);
-    }
-    if (!fits) {
+    if (inputs[i].dtype() != declared[i]->dtype || !graph::fits_declared(symbolic, shapes[i])) {
       return invalid_argument(fmt::format("input '{}' is {}, the plan takes {} {}", declared[i]->name,
                                           inputs[i].describe(), dtype_name(declared[i]->dtype),
                                           graph_.symbols()->describe(symbolic)));
     }
   }
-  graph::SymbolValues values;
-  RETURN_IF_ERROR(graph_.symbols()->evaluate(shapes, &values));
-  for (auto& [v, symbolic] : symbolic_values_) {
-    v->shape = values.shape(symbolic);
-    for (int64_t d : v->shape) {
-      if (d <= 0) {  // a window larger than its input, say
-        return invalid_argument(fmt::format("'{}' would have the shape {} for input {}", v->name, shape_str(v->shape),
-                                            shape_str(shapes[0])));
-      }
-    }
-  }
-  // Explicit sizes, as graph::instantiate writes them (no 0 or -1 left to resolve).
-  for (graph::Node* n : symbolic_reshapes_) n->attr<graph::ReshapeAttrs>().shape = n->output()->shape;
+  RETURN_IF_ERROR(shapes_->write(shapes));
   InstanceTimes times;
   std::optional<InstanceObjects> spare;
   {

@@ -4,6 +4,7 @@
 
 #include "graph/passes/passes.h"
 #include "graph/shape_inference.h"
+#include "graph/symbolic_shapes.h"
 #include "graph/verifier.h"
 
 namespace steadyocr::graph {
@@ -128,35 +129,19 @@ Result<Graph> instantiate(const Graph& graph, const std::vector<Shape>& input_sh
   for (size_t i = 0; i < input_shapes.size(); ++i) {
     const Shape& declared = graph.inputs()[i]->shape;
     const Shape& given = input_shapes[i];
-    bool fits = given.size() == declared.size();
-    for (size_t d = 0; fits && d < given.size(); ++d) {
-      fits = given[d] > 0 && (is_symbolic(declared[d]) || declared[d] == given[d]);
-    }
-    if (!fits) {
+    if (!fits_declared(declared, given)) {
       return invalid_argument(fmt::format("model '{}': input shape {} does not fit {}", graph.name(), shape_str(given),
                                           symbols->describe(declared)));
     }
   }
-  SymbolValues values;
-  RETURN_IF_ERROR(symbols->evaluate(input_shapes, &values));
   Graph g = graph.clone();
+  // A dim that comes out non-positive (a window larger than its input, say): the plain path names it.
+  Status s = SymbolicShapes(g).write(input_shapes);
+  if (!s.is_ok()) return s.with_context(fmt::format("model '{}'", graph.name()));
   g.forget_symbols();
   for (const auto& v : g.values()) {
     v->has_shape_data = false;
     v->shape_data.clear();
-    if (!has_symbols(v->shape)) continue;
-    v->shape = values.shape(v->shape);
-    for (int64_t d : v->shape) {
-      if (d <= 0) {  // a window larger than its input, say: the plain path names it
-        return invalid_argument(fmt::format("model '{}': '{}' would have the shape {} for input {}", graph.name(),
-                                            v->name, shape_str(v->shape), shape_str(input_shapes[0])));
-      }
-    }
-  }
-  for (const auto& n : g.nodes()) {
-    if (n->op != OpKind::kReshape) continue;
-    auto& target = n->attr<ReshapeAttrs>().shape;
-    if (has_symbols(target)) target = n->output()->shape;  // explicit sizes: no 0 (copy) or -1 (infer) left
   }
   return g;
 }
