@@ -1,8 +1,11 @@
 #include "core/metrics.h"
 
-#include <fmt/format.h>
+#include <prometheus/client_metric.h>
+#include <prometheus/metric_family.h>
+#include <prometheus/text_serializer.h>
 
 #include <algorithm>
+#include <limits>
 #include <mutex>
 
 namespace steadyocr::metrics {
@@ -30,49 +33,54 @@ std::map<std::string, Family>& families() {
   return f;
 }
 
-std::string render_labels(const Labels& l) {
-  if (l.empty()) return "";
-  std::string s = "{";
-  for (size_t i = 0; i < l.size(); ++i) {
-    if (i) s += ",";
-    s += l[i].first + "=\"";
-    for (char c : l[i].second) {
-      if (c == '"' || c == '\\') s += '\\';
-      if (c == '\n') {
-        s += "\\n";
-        continue;
-      }
-      s += c;
-    }
-    s += "\"";
-  }
-  return s + "}";
-}
-
-const char* kind_name(Kind k) {
+prometheus::MetricType metric_type(Kind k) {
   switch (k) {
     case Kind::kCounter:
-      return "counter";
+      return prometheus::MetricType::Counter;
     case Kind::kGauge:
-      return "gauge";
+      return prometheus::MetricType::Gauge;
     case Kind::kHistogram:
-      return "histogram";
+      return prometheus::MetricType::Histogram;
   }
-  return "untyped";
+  return prometheus::MetricType::Untyped;
 }
 
-void render_histogram(const std::string& name, const Family& f, std::string* out) {
-  for (auto& [labels, h] : f.histograms) {
-    uint64_t cumulative = 0;
-    for (size_t b = 0; b <= f.bounds.size(); ++b) {
-      cumulative += h.counts[b];
-      Labels with = labels;
-      with.emplace_back("le", b < f.bounds.size() ? fmt::format("{}", f.bounds[b]) : "+Inf");
-      *out += fmt::format("{}_bucket{} {}\n", name, render_labels(with), cumulative);
+std::vector<prometheus::ClientMetric::Label> client_labels(const Labels& labels) {
+  std::vector<prometheus::ClientMetric::Label> out;
+  out.reserve(labels.size());
+  for (const auto& [name, value] : labels) out.push_back({name, value});
+  return out;
+}
+
+// One family in prometheus-cpp's terms (its TextSerializer writes the exposition: escaping, `le` buckets, +Inf).
+prometheus::MetricFamily client_family(const std::string& name, const Family& f) {
+  prometheus::MetricFamily out;
+  out.name = name;
+  out.help = f.help;
+  out.type = metric_type(f.kind);
+  if (f.kind == Kind::kHistogram) {
+    for (const auto& [labels, h] : f.histograms) {
+      prometheus::ClientMetric m;
+      m.label = client_labels(labels);
+      m.histogram.sample_count = h.count;
+      m.histogram.sample_sum = h.sum;
+      uint64_t cumulative = 0;
+      for (size_t b = 0; b <= f.bounds.size(); ++b) {
+        cumulative += h.counts[b];
+        const double bound = b < f.bounds.size() ? f.bounds[b] : std::numeric_limits<double>::infinity();
+        m.histogram.bucket.push_back({cumulative, bound});
+      }
+      out.metric.push_back(std::move(m));
     }
-    *out += fmt::format("{}_sum{} {}\n", name, render_labels(labels), h.sum);
-    *out += fmt::format("{}_count{} {}\n", name, render_labels(labels), h.count);
+    return out;
   }
+  for (const auto& [labels, v] : f.values) {
+    prometheus::ClientMetric m;
+    m.label = client_labels(labels);
+    (f.kind == Kind::kGauge ? m.gauge.value : m.counter.value) = v;
+    out.metric.push_back(std::move(m));
+  }
+  return out;
 }
 
 }  // namespace
@@ -141,18 +149,13 @@ void describe(const std::string& name, const std::string& help, bool is_counter)
 }
 
 std::string prometheus_text() {
-  std::lock_guard<std::mutex> lock(g_mu);
-  std::string out;
-  for (auto& [name, f] : families()) {
-    if (!f.help.empty()) out += fmt::format("# HELP {} {}\n", name, f.help);
-    out += fmt::format("# TYPE {} {}\n", name, kind_name(f.kind));
-    if (f.kind == Kind::kHistogram) {
-      render_histogram(name, f, &out);
-      continue;
-    }
-    for (auto& [labels, v] : f.values) out += fmt::format("{}{} {}\n", name, render_labels(labels), v);
+  std::vector<prometheus::MetricFamily> out;
+  {
+    std::lock_guard<std::mutex> lock(g_mu);
+    out.reserve(families().size());
+    for (const auto& [name, f] : families()) out.push_back(client_family(name, f));
   }
-  return out;
+  return prometheus::TextSerializer().Serialize(out);
 }
 
 void reset_for_testing() {

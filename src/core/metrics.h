@@ -1,4 +1,5 @@
-// Process-wide metrics (counters, gauges, histograms) with labels, rendered as Prometheus text.
+// Process-wide metrics (counters, gauges, histograms) with labels, rendered in the Prometheus text format by
+// prometheus-cpp's TextSerializer.
 #pragma once
 
 #include <cstdint>

@@ -88,6 +88,18 @@ TEST(Metrics, CountsWithLabelsAndRendersPrometheus) {
       << text;
 }
 
+TEST(Metrics, ExpositionEscapesLabelValuesAndCarriesHelpAndTypes) {
+  metrics::reset_for_testing();
+  metrics::describe("z_bytes", "Bytes held", /*is_counter=*/false);
+  metrics::set_gauge("z_bytes", {{"path", "a\"b\\c\nd"}}, 1.5);
+  metrics::inc("w_total");
+  const std::string text = metrics::prometheus_text();
+  EXPECT_NE(text.find("# HELP z_bytes Bytes held\n# TYPE z_bytes gauge\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("z_bytes{path=\"a\\\"b\\\\c\\nd\"} 1.5\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("# TYPE w_total counter\nw_total 1\n"), std::string::npos) << text;
+  EXPECT_EQ(text.find("# HELP w_total"), std::string::npos) << text;  // no help given: no HELP line
+}
+
 TEST(Metrics, HistogramsRenderCumulativeBucketsSumAndCount) {
   metrics::reset_for_testing();
   const std::vector<double> b = {0.01, 0.1, 1};
