@@ -4,13 +4,13 @@
 # the summary file, the STEPS test and the header line, and the steps they share (the CUDA tests, the PyTorch peer,
 # ocr_eval's line), in one place.
 #   device_begin NAME WORKDIR OUTDIR [EXTRA HEADER TEXT]
-# leaves REPO (the repository root, the caller's working directory), B (the unpacked bundle), F (its data files) and
+# (the bundle: BUNDLE/bundle.tgz, BUNDLE defaulting to .devbundle) leaves REPO (the repository root, the caller's working directory), B (the unpacked bundle), F (its data files) and
 # S (OUTDIR/summary.txt); exits 2 when the bundle cannot be unpacked.
 device_begin() {
   local name=$1 work=$2 out=$3 extra=${4:-}
   REPO=$PWD
   rm -rf "$work" /tmp/bundle && mkdir -p "$work" "$out"
-  tar xzf .devbundle/bundle.tgz -C /tmp || exit 2
+  tar xzf "${BUNDLE:-.devbundle}/bundle.tgz" -C /tmp || exit 2
   B=/tmp/bundle
   F=$B/files
   S=$out/summary.txt

@@ -16,7 +16,9 @@
 #   build/tests/test_backends -- models ../shared/data/synth-dev ../shared/data/sroie-dev ../shared/tools/ocr_eval.py
 #   (stripped binaries: strip -o; ../shared/data/golden too when it fits in 64 MiB)
 # Device (repo root, carry [".devbundle", ".gl"]): PARTS="tests plans lines" scripts/device_shapefree.sh, then
-#   PARTS=ab scripts/device_shapefree.sh (ROUNDS, REPEAT as device_busy.sh; LINE_BACKENDS, PLAN_BACKENDS).
+#   PARTS=ab scripts/device_shapefree.sh (ROUNDS, REPEAT as device_busy.sh; LINE_BACKENDS, PLAN_BACKENDS; LINES,
+#   PLAN_VARIANTS, VARIANTS: device_busy.sh's variants, e.g. base with files/base_cuda13.so in the bundle; BUNDLE: a
+#   bundle folder other than .devbundle, carried instead of it).
 set -u
 PARTS=${PARTS:-tests lines ab plans vktest}
 OUT=${OUT:-/tmp/shapefree_out}
@@ -24,7 +26,7 @@ mkdir -p "$OUT"
 has() { [[ " $PARTS " == *" $1 "* ]]; }
 if has tests; then
   REPO=$PWD
-  rm -rf /tmp/bundle && tar xzf .devbundle/bundle.tgz -C /tmp || exit 2
+  rm -rf /tmp/bundle && tar xzf "${BUNDLE:-.devbundle}/bundle.tgz" -C /tmp || exit 2
   (cd /tmp/bundle && STEADYOCR_MODELS=files/models STEADYOCR_SHARED_DATA=files STEADYOCR_TEST_DATA=$REPO/tests/data \
     timeout 300 ./env.sh bin/test_backends --gtest_filter="${CUDA_TESTS:-All/SymbolicOps.*cuda*:CudaModels.OnePlanForEveryShape*:CudaModels.Golden*:CudaPlugin.*:All/BackendOps.*__cuda_fp16}") \
     >"$OUT/tests.log" 2>&1
@@ -36,8 +38,9 @@ if has tests; then
 fi
 for step in lines ab plans; do  # in this order: a run cut short by its time limit keeps the first ones' summaries
   has $step || continue
-  OUT=$OUT/$step STEPS=$step LINES="pershape new" PLAN_BACKENDS=${PLAN_BACKENDS:-cuda-fp16} \
-    LINE_BACKENDS=${LINE_BACKENDS:-cuda-fp16 cuda-fp32} PLAN_VARIANTS="new pershape" VARIANTS="pershape new" \
+  OUT=$OUT/$step STEPS=$step LINES=${LINES:-pershape new} PLAN_BACKENDS=${PLAN_BACKENDS:-cuda-fp16} \
+    LINE_BACKENDS=${LINE_BACKENDS:-cuda-fp16 cuda-fp32} PLAN_VARIANTS=${PLAN_VARIANTS:-new pershape} \
+    VARIANTS=${VARIANTS:-pershape new} \
     SETS="synth sroie" ROUNDS=${ROUNDS:-2} REPEAT=${REPEAT:-4} scripts/device_busy.sh >/dev/null 2>&1
   cat "$OUT/$step/summary.txt"
 done

@@ -45,7 +45,29 @@ float max_abs(const Tensor& t) {
 
 PlanBuilder::PlanBuilder(CudaDevice& device, cudnnHandle_t cudnn, const graph::Graph& graph, PlanOptions options)
     : device_(device), cudnn_(cudnn), graph_(graph), options_(std::move(options)), plan_(std::make_unique<Plan>()) {
-  decide_static_precision();
+  if (options_.precision != Precision::kF16) return;
+  if (options_.static_f32) {
+    static_f32_ = options_.static_f32.get();
+  } else {
+    own_static_f32_ = static_f32_nodes(graph_);
+    static_f32_ = &own_static_f32_;
+  }
+}
+
+size_t WeightMemo::KeyHash::operator()(const Key& k) const {
+  size_t h = std::hash<const void*>()(k.raw);
+  h ^= k.bytes + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+  return h ^ (static_cast<size_t>(k.from) << 8 | static_cast<size_t>(k.to));
+}
+
+DeviceMemoryPtr WeightMemo::find(const Tensor& t, DType dt) const {
+  auto it = map_.find(Key{t.raw(), t.nbytes(), t.dtype(), dt});
+  return it == map_.end() ? nullptr : it->second.second;
+}
+
+void WeightMemo::keep(const Tensor& t, DType dt, DeviceMemoryPtr m) {
+  if (map_.size() >= kMaxEntries) map_.clear();
+  map_.emplace(Key{t.raw(), t.nbytes(), t.dtype(), dt}, std::make_pair(t, std::move(m)));
 }
 
 Result<cudnnHandle_t> PlanBuilder::cudnn() {
@@ -71,19 +93,10 @@ std::set<std::string> static_f32_nodes(const graph::Graph& graph) {
   return keep;
 }
 
-void PlanBuilder::decide_static_precision() {
-  f32_nodes_ = options_.force_f32;
-  if (options_.precision != Precision::kF16) return;
-  if (options_.static_f32) {
-    f32_nodes_.insert(options_.static_f32->begin(), options_.static_f32->end());
-  } else {
-    std::set<std::string> keep = static_f32_nodes(graph_);
-    f32_nodes_.insert(keep.begin(), keep.end());
-  }
-}
-
 DType PlanBuilder::compute_type(const Node& n) const {
-  if (options_.precision == Precision::kF32 || f32_nodes_.count(n.name)) return DType::kF32;
+  if (options_.precision == Precision::kF32 || options_.force_f32.count(n.name) || static_f32_->count(n.name)) {
+    return DType::kF32;
+  }
   switch (n.op) {
     case OpKind::kConv:
     case OpKind::kConvTranspose:
@@ -117,8 +130,7 @@ int PlanBuilder::new_buffer(size_t bytes, bool whole_run) {
   return static_cast<int>(plan_->buffers.size()) - 1;
 }
 
-Result<BufRef> PlanBuilder::weight(const Tensor& t, DType dt) {
-  ASSIGN_OR_RETURN(DeviceMemoryPtr m, device_.weight(t, dt));
+Result<BufRef> PlanBuilder::add_weight(DeviceMemoryPtr m) {
   Plan::Buffer b;
   b.kind = Plan::Buffer::Kind::kWeight;
   b.bytes = m->bytes;
@@ -127,8 +139,21 @@ Result<BufRef> PlanBuilder::weight(const Tensor& t, DType dt) {
   return BufRef{static_cast<int>(plan_->buffers.size()) - 1, 0};
 }
 
+Result<BufRef> PlanBuilder::weight(const Tensor& t, DType dt) {
+  if (!options_.weights) return weight_made(t, dt);
+  if (DeviceMemoryPtr m = options_.weights->find(t, dt)) return add_weight(std::move(m));
+  ASSIGN_OR_RETURN(DeviceMemoryPtr m, device_.weight(t, dt));
+  options_.weights->keep(t, dt, m);
+  return add_weight(std::move(m));
+}
+
+Result<BufRef> PlanBuilder::weight_made(const Tensor& t, DType dt) {
+  ASSIGN_OR_RETURN(DeviceMemoryPtr m, device_.weight(t, dt));
+  return add_weight(std::move(m));
+}
+
 Result<BufRef> PlanBuilder::weight_floats(const std::vector<float>& v) {
-  return weight(Tensor::from_floats({static_cast<int64_t>(v.size())}, v), DType::kF32);
+  return weight_made(Tensor::from_floats({static_cast<int64_t>(v.size())}, v), DType::kF32);
 }
 
 BufRef PlanBuilder::scratch(size_t bytes) {
@@ -314,6 +339,10 @@ Result<std::unique_ptr<Plan>> PlanBuilder::build() {
   plan_->build_times.walk = build_ms;
   plan_->build_times.fuse = fuse_ms;
   plan_->build_times.place = sw.elapsed_ms();
+  if (const BuildTimes& t = plan_->build_times; t.cudnn > 0) {  // plan_with_cudnn's calls, counted once a build
+    metrics::inc("steadyocr_cuda_cudnn_plan_ms_total", {{"phase", "descriptors"}}, t.cudnn_descriptors);
+    metrics::inc("steadyocr_cuda_cudnn_plan_ms_total", {{"phase", "algorithm"}}, t.cudnn - t.cudnn_descriptors);
+  }
   if (!options_.keep_all) {
     metrics::inc("steadyocr_cuda_prepare_ms_total", {{"phase", "build"}}, build_ms);
     metrics::inc("steadyocr_cuda_prepare_ms_total", {{"phase", "fuse"}}, fuse_ms);

@@ -9,6 +9,7 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "backends/cuda/device.h"
@@ -18,6 +19,30 @@
 namespace steadyocr::cuda {
 
 enum class Precision { kF32, kF16 };
+
+// The device copies of one graph's constants by the constants' storage, for the builds of a plan for every input
+// shape: each new shape's build finds its weights here (one hash lookup) instead of through the device's cache (its
+// lock, a tree walk, a counter each; ~1.3 us a weight under load on the H100 host, 2026-12-07). One build at a time.
+// Only graph constants go in (their storage lives as long as the graph), at most kMaxEntries (emptied beyond).
+class WeightMemo {
+ public:
+  static constexpr size_t kMaxEntries = 4096;
+  DeviceMemoryPtr find(const Tensor& t, DType dt) const;
+  void keep(const Tensor& t, DType dt, DeviceMemoryPtr m);
+  size_t size() const { return map_.size(); }
+
+ private:
+  struct Key {
+    const void* raw = nullptr;
+    size_t bytes = 0;
+    DType from = DType::kF32, to = DType::kF32;
+    bool operator==(const Key&) const = default;
+  };
+  struct KeyHash {
+    size_t operator()(const Key& k) const;
+  };
+  std::unordered_map<Key, std::pair<Tensor, DeviceMemoryPtr>, KeyHash> map_;  // the tensor keeps its storage alive
+};
 
 struct PlanOptions {
   Precision precision = Precision::kF32;
@@ -35,6 +60,9 @@ struct PlanOptions {
   // Where a builder made without a cuDNN handle gets one, the first time cuDNN must be asked (heuristics, a workspace
   // query): a new shape whose convolutions the device's cache answers leases none.
   std::function<Result<cudnnHandle_t>()> cudnn_source;
+  // Where graph constants' device copies are looked up first (a plan for every shape's, one build at a time); null:
+  // the device's cache only.
+  WeightMemo* weights = nullptr;
 };
 
 // Where a plan's build went, ms.
@@ -42,8 +70,9 @@ struct BuildTimes {
   double walk = 0;   // the op builders over the schedule
   double conv = 0;   // of which Conv and ConvTranspose
   double cudnn = 0;  // of which cuDNN's descriptors and algorithm choice (its workspace query for a new size)
-  double fuse = 0;   // elementwise programs merged
-  double place = 0;  // the arena's placement (and binding, for a plan with an arena of its own)
+  double cudnn_descriptors = 0;  // of which the descriptors
+  double fuse = 0;               // elementwise programs merged
+  double place = 0;              // the arena's placement (and binding, for a plan with an arena of its own)
 };
 
 // fp16: the nodes kept in fp32 whatever the input (weights beyond fp16's comfortable range, producers of unfolded
@@ -96,16 +125,21 @@ class PlanBuilder {
   Result<DevTensor> output(const graph::Value* v, DType dt);
   // `out` shares `in`'s storage with out's shape (Reshape, Squeeze, Unsqueeze, Identity).
   Status alias(const graph::Value* out, const DevTensor& in);
-  // Device copy of host data (cached on the device by content).
+  // Device copy of a graph constant (PlanOptions::weights first, then the device's cache by storage or content).
   Result<BufRef> weight(const Tensor& t, DType dt);
+  // Device copy of data the builder made (the device's cache by content only).
+  Result<BufRef> weight_made(const Tensor& t, DType dt);
   Result<BufRef> weight_floats(const std::vector<float>& v);
   // A buffer live only during the step being added next.
   BufRef scratch(size_t bytes);
   void need_workspace(size_t bytes);
   BufRef workspace() const { return plan_->workspace; }
   void add_step(std::unique_ptr<Step> s, const graph::Node* n);
-  // Time spent in cuDNN's planning calls (BuildTimes::cudnn).
-  void add_cudnn_ms(double ms) { plan_->build_times.cudnn += ms; }
+  // Time spent in cuDNN's planning calls (BuildTimes::cudnn; counted in the metrics once at the build's end).
+  void add_cudnn_ms(double descriptors_ms, double algorithm_ms) {
+    plan_->build_times.cudnn += descriptors_ms + algorithm_ms;
+    plan_->build_times.cudnn_descriptors += descriptors_ms;
+  }
   CudaDevice& device() { return device_; }
   // The build's cuDNN handle: the one given, else PlanOptions::cudnn_source's (asked once).
   Result<cudnnHandle_t> cudnn();
@@ -118,7 +152,7 @@ class PlanBuilder {
   Status build_node(const graph::Node& n);
   Status finish_outputs();
   int new_buffer(size_t bytes, bool whole_run);
-  void decide_static_precision();
+  Result<BufRef> add_weight(DeviceMemoryPtr m);
   Status place_and_bind();
 
   CudaDevice& device_;
@@ -129,7 +163,8 @@ class PlanBuilder {
   std::array<double, static_cast<size_t>(graph::OpKind::kCount)> op_ms_{};  // build time per op kind (metrics)
   std::map<const graph::Value*, DevTensor> stored_;
   std::map<std::pair<const graph::Value*, DType>, DevTensor> converted_;
-  std::set<std::string> f32_nodes_;  // static rules + options_.force_f32
+  const std::set<std::string>* static_f32_ = nullptr;  // fp16: the static rules' nodes (options_ or own_static_f32_)
+  std::set<std::string> own_static_f32_;
 };
 
 // Op builders (one file per op in ops/): add the node's steps through the builder.

@@ -74,7 +74,9 @@ Result<std::unique_ptr<CudaPreparedGraph>> CudaPreparedGraph::create_instance(st
   std::unique_ptr<CudaPreparedGraph> pg(new CudaPreparedGraph(std::move(state)));
   pg->role_ = source.role;
   pg->signature_ = source.signature;
+  pg->weights_ = source.weights;
   RETURN_IF_ERROR(pg->build_first(expanded, source.order));
+  pg->weights_ = nullptr;  // the memo is the graph copy's, used by one build at a time
   return pg;
 }
 
@@ -97,6 +99,7 @@ Status CudaPreparedGraph::build_first(const graph::Graph& g, const std::vector<c
   SO_GPU_CHECK(cudaSetDevice(dev.index()));
   PlanOptions opts = plan_options();
   opts.order = order;
+  opts.weights = weights_;
   if (state_->precision == Precision::kF16) {
     Stopwatch rules;
     using Rules = std::shared_ptr<const std::set<std::string>>;

@@ -22,6 +22,7 @@ namespace steadyocr::cuda {
 struct InstanceSource {
   std::string role, signature;
   const std::vector<const graph::Node*>* order = nullptr;  // the graph's schedule
+  WeightMemo* weights = nullptr;                           // the graph's constants on the device (PlanOptions)
 };
 
 // Where a plan's preparation went, ms (the debug line of each new shape; issue 13's 0.5 ms bar).
@@ -70,6 +71,7 @@ class CudaPreparedGraph final : public PreparedGraph {
   std::shared_ptr<BackendState> state_;
   graph::Graph graph_;  // kept for rebuilding after the reduced-precision calibration (when owns_graph_)
   bool owns_graph_ = false;
+  WeightMemo* weights_ = nullptr;  // during create_instance's build only (InstanceSource::weights)
   PrepareTimes times_;
   std::string role_, signature_;
   std::unique_ptr<Plan> plan_;

@@ -117,6 +117,7 @@ Result<std::unique_ptr<CudaPreparedGraph>> CudaSymbolicPlan::build(const std::ve
   const double symbols_ms = evaluating.elapsed_ms();
   InstanceSource source = source_;
   source.order = &copy->order;
+  source.weights = &copy->weights;
   ASSIGN_OR_RETURN(std::unique_ptr<CudaPreparedGraph> instance,
                    CudaPreparedGraph::create_instance(state_, copy->graph, source));
   const double ms = sw.elapsed_ms();

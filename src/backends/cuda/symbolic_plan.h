@@ -59,6 +59,7 @@ class CudaSymbolicPlan final : public PreparedGraph {
     graph::Graph graph;
     std::optional<graph::SymbolicShapes> shapes;  // of `graph`
     std::vector<const graph::Node*> order;
+    WeightMemo weights;  // its constants' device copies, found by every build on this copy
   };
   struct Instance {
     std::unique_ptr<CudaPreparedGraph> graph;

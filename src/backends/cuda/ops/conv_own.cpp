@@ -488,12 +488,11 @@ Status plan_with_cudnn(PlanBuilder& b, const ConvProblem& p, ConvDescriptors* d,
   Stopwatch sw;
   RETURN_IF_ERROR(make_conv_descriptors(p, d));
   const double descriptors_ms = sw.elapsed_ms();
-  metrics::inc("steadyocr_cuda_cudnn_plan_ms_total", {{"phase", "descriptors"}}, descriptors_ms);
   sw.reset();
-  ASSIGN_OR_RETURN(*algo, choose_conv_algo(
-                              b.device(), [&b] { return b.cudnn(); }, p, d));
-  metrics::inc("steadyocr_cuda_cudnn_plan_ms_total", {{"phase", "algorithm"}}, sw.elapsed_ms());
-  b.add_cudnn_ms(descriptors_ms + sw.elapsed_ms());
+  auto chosen = choose_conv_algo(
+      b.device(), [&b] { return b.cudnn(); }, p, d);
+  b.add_cudnn_ms(descriptors_ms, sw.elapsed_ms());
+  ASSIGN_OR_RETURN(*algo, std::move(chosen));
   return Status::ok();
 }
 

@@ -14,7 +14,7 @@ Status build_shape(PlanBuilder& b, const graph::Node& n) {
   const Shape& s = n.input(0)->shape;
   Tensor t = Tensor::from_int64s({static_cast<int64_t>(s.size())}, s);
   DevTensor d;
-  ASSIGN_OR_RETURN(d.ref, b.weight(t, DType::kI64));
+  ASSIGN_OR_RETURN(d.ref, b.weight_made(t, DType::kI64));
   d.dtype = DType::kI64;
   d.shape = t.shape();
   return b.alias(n.output(), d);
