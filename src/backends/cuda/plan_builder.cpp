@@ -45,6 +45,7 @@ float max_abs(const Tensor& t) {
 
 PlanBuilder::PlanBuilder(CudaDevice& device, cudnnHandle_t cudnn, const graph::Graph& graph, PlanOptions options)
     : device_(device), cudnn_(cudnn), graph_(graph), options_(std::move(options)), plan_(std::make_unique<Plan>()) {
+  stored_.reserve(2 * graph_.nodes().size() + graph_.inputs().size());
   if (options_.precision != Precision::kF16) return;
   if (options_.static_f32) {
     static_f32_ = options_.static_f32.get();

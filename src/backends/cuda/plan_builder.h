@@ -161,7 +161,7 @@ class PlanBuilder {
   PlanOptions options_;
   std::unique_ptr<Plan> plan_;
   std::array<double, static_cast<size_t>(graph::OpKind::kCount)> op_ms_{};  // build time per op kind (metrics)
-  std::map<const graph::Value*, DevTensor> stored_;
+  std::unordered_map<const graph::Value*, DevTensor> stored_;
   std::map<std::pair<const graph::Value*, DType>, DevTensor> converted_;
   const std::set<std::string>* static_f32_ = nullptr;  // fp16: the static rules' nodes (options_ or own_static_f32_)
   std::set<std::string> own_static_f32_;

@@ -165,7 +165,7 @@ Status CudaPreparedGraph::build_first(const graph::Graph& g, const std::vector<c
     return dnn.get();
   };
   Stopwatch builder_sw;
-  PlanBuilder builder(dev, nullptr, g, opts);
+  PlanBuilder builder(dev, nullptr, g, std::move(opts));
   auto plan = builder.build();
   times_.builder = builder_sw.elapsed_ms() - times_.lane - times_.cudnn;
   metrics::inc("steadyocr_cuda_prepare_ms_total", {{"phase", "builder"}}, times_.builder);
