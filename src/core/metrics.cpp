@@ -90,6 +90,13 @@ void inc(const std::string& name, const Labels& labels, double v) {
   families()[name].values[labels] += v;
 }
 
+void inc_each(const std::string& name, const std::string& key,
+              const std::vector<std::pair<std::string, double>>& values) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  auto& f = families()[name];
+  for (const auto& [label, v] : values) f.values[Labels{{key, label}}] += v;
+}
+
 void set_gauge(const std::string& name, const Labels& labels, double v) {
   std::lock_guard<std::mutex> lock(g_mu);
   auto& f = families()[name];

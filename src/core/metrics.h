@@ -14,6 +14,9 @@ using Labels = std::vector<std::pair<std::string, std::string>>;
 
 // Adds `v` to the counter `name{labels}` (created at zero on first use).
 void inc(const std::string& name, const Labels& labels = {}, double v = 1.0);
+// Adds each value of `values` to the counter `name{key=<its label>}`, under one lock (a build's per-op times).
+void inc_each(const std::string& name, const std::string& key,
+              const std::vector<std::pair<std::string, double>>& values);
 void set_gauge(const std::string& name, const Labels& labels, double v);
 // Sets the counter `name{labels}` to `v`: a count kept by another component (a supervisor's worker restarts),
 // copied in before rendering. The caller keeps it monotonic.

@@ -100,6 +100,16 @@ TEST(Metrics, ExpositionEscapesLabelValuesAndCarriesHelpAndTypes) {
   EXPECT_EQ(text.find("# HELP w_total"), std::string::npos) << text;  // no help given: no HELP line
 }
 
+TEST(Metrics, IncEachAddsToOneCounterPerLabel) {
+  metrics::reset_for_testing();
+  metrics::inc("b_ms_total", {{"op", "Conv"}}, 1.5);
+  metrics::inc_each("b_ms_total", "op", {{"Conv", 2.0}, {"Add", 0.25}});
+  metrics::inc_each("b_ms_total", "op", {{"Add", 0.25}});
+  EXPECT_EQ(metrics::value("b_ms_total", {{"op", "Conv"}}), 3.5);
+  EXPECT_EQ(metrics::value("b_ms_total", {{"op", "Add"}}), 0.5);
+  EXPECT_EQ(metrics::total("b_ms_total"), 4.0);
+}
+
 TEST(Metrics, HistogramsRenderCumulativeBucketsSumAndCount) {
   metrics::reset_for_testing();
   const std::vector<double> b = {0.01, 0.1, 1};

@@ -348,27 +348,32 @@ Result<std::unique_ptr<Plan>> PlanBuilder::build() {
     metrics::inc("steadyocr_cuda_prepare_ms_total", {{"phase", "build"}}, build_ms);
     metrics::inc("steadyocr_cuda_prepare_ms_total", {{"phase", "fuse"}}, fuse_ms);
     metrics::inc("steadyocr_cuda_prepare_ms_total", {{"phase", "place"}}, sw.elapsed_ms());
+    std::vector<std::pair<std::string, double>> per_op;
     for (size_t op = 0; op < op_ms_.size(); ++op) {
-      if (op_ms_[op] > 0) {
-        metrics::inc("steadyocr_cuda_build_ms_total", {{"op", op_name(static_cast<OpKind>(op))}}, op_ms_[op]);
-      }
+      if (op_ms_[op] > 0) per_op.emplace_back(op_name(static_cast<OpKind>(op)), op_ms_[op]);
     }
-    if (log::level() <= log::Level::kDebug) {  // where a new shape's plan went (the three costliest ops)
-      std::vector<std::pair<double, std::string>> ops;
-      for (size_t op = 0; op < op_ms_.size(); ++op) {
-        if (op_ms_[op] > 0) ops.emplace_back(op_ms_[op], op_name(static_cast<OpKind>(op)));
-      }
-      std::sort(ops.rbegin(), ops.rend());
-      std::string top;
-      for (size_t i = 0; i < std::min<size_t>(3, ops.size()); ++i) {
-        top += fmt::format("{}{} {:.2f}", i ? ", " : "", ops[i].second, ops[i].first);
-      }
-      log::debug("cuda", "plan of {} for {}: build {:.2f} ms ({}), fuse {:.2f}, place {:.2f}; {} steps", graph_.name(),
-                 graph_.inputs().empty() ? "?" : shape_str(graph_.inputs()[0]->shape), build_ms, top, fuse_ms,
-                 sw.elapsed_ms(), plan_->steps.size());
-    }
+    metrics::inc_each("steadyocr_cuda_build_ms_total", "op", per_op);
   }
+  steps_ = plan_->steps.size();
+  times_ = plan_->build_times;
   return std::move(plan_);
+}
+
+void PlanBuilder::log_summary() const {
+  if (options_.keep_all || log::level() > log::Level::kDebug) return;
+  std::vector<std::pair<double, std::string>> ops;
+  for (size_t op = 0; op < op_ms_.size(); ++op) {
+    if (op_ms_[op] > 0) ops.emplace_back(op_ms_[op], op_name(static_cast<OpKind>(op)));
+  }
+  std::sort(ops.rbegin(), ops.rend());
+  std::string top;
+  for (size_t i = 0; i < std::min<size_t>(3, ops.size()); ++i) {
+    top += fmt::format("{}{} {:.2f}", i ? ", " : "", ops[i].second, ops[i].first);
+  }
+  const BuildTimes& t = times_;
+  log::debug("cuda", "plan of {} for {}: build {:.2f} ms ({}), fuse {:.2f}, place {:.2f}; {} steps", graph_.name(),
+             graph_.inputs().empty() ? "?" : shape_str(graph_.inputs()[0]->shape), t.walk, top, t.fuse, t.place,
+             steps_);
 }
 
 Status PlanBuilder::place_and_bind() {

@@ -113,6 +113,9 @@ class PlanBuilder {
   PlanBuilder(CudaDevice& device, cudnnHandle_t cudnn, const graph::Graph& graph, PlanOptions options);
   // Builds, fuses, places and binds the plan (allocating its arena from the device pool).
   Result<std::unique_ptr<Plan>> build();
+  // At debug level, the built plan's line (build, fuse, place, its three costliest ops): logged by the caller after
+  // it has timed the build, so that the line's own cost is not counted as planning.
+  void log_summary() const;
 
   // ---- for op builders -----------------------------------------------------------------------------------------
   // The floating type the node computes in (f16 only in reduced precision, by the policy).
@@ -162,6 +165,8 @@ class PlanBuilder {
   std::unique_ptr<Plan> plan_;
   std::array<double, static_cast<size_t>(graph::OpKind::kCount)> op_ms_{};  // build time per op kind (metrics)
   std::unordered_map<const graph::Value*, DevTensor> stored_;
+  BuildTimes times_;  // of the built plan (log_summary)
+  size_t steps_ = 0;
   std::map<std::pair<const graph::Value*, DType>, DevTensor> converted_;
   const std::set<std::string>* static_f32_ = nullptr;  // fp16: the static rules' nodes (options_ or own_static_f32_)
   std::set<std::string> own_static_f32_;

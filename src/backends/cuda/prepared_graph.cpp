@@ -169,6 +169,7 @@ Status CudaPreparedGraph::build_first(const graph::Graph& g, const std::vector<c
   auto plan = builder.build();
   times_.builder = builder_sw.elapsed_ms() - times_.lane - times_.cudnn;
   metrics::inc("steadyocr_cuda_prepare_ms_total", {{"phase", "builder"}}, times_.builder);
+  if (plan.is_ok()) builder.log_summary();
   dnn = CudnnLease();
   if (lane && !device_lost()) dev.release_lane(std::move(*lane));
   if (!plan.is_ok()) return plan.status();
@@ -363,6 +364,7 @@ Status CudaPreparedGraph::rebuild(const std::set<std::string>& f32_nodes) {
   RETURN_IF_ERROR(need_cudnn());
   PlanBuilder builder(*state_->device, cudnn_.get(), graph_, opts);
   ASSIGN_OR_RETURN(plan_, builder.build());
+  builder.log_summary();
   built_f32_ = f32_nodes;
   good_runs_ = 0;
   capture_policy_ = GraphCapturePolicy();
