@@ -359,8 +359,7 @@ Result<std::unique_ptr<Plan>> PlanBuilder::build() {
   return std::move(plan_);
 }
 
-void PlanBuilder::log_summary() const {
-  if (options_.keep_all || log::level() > log::Level::kDebug) return;
+std::string PlanBuilder::top_ops() const {
   std::vector<std::pair<double, std::string>> ops;
   for (size_t op = 0; op < op_ms_.size(); ++op) {
     if (op_ms_[op] > 0) ops.emplace_back(op_ms_[op], op_name(static_cast<OpKind>(op)));
@@ -370,9 +369,14 @@ void PlanBuilder::log_summary() const {
   for (size_t i = 0; i < std::min<size_t>(3, ops.size()); ++i) {
     top += fmt::format("{}{} {:.2f}", i ? ", " : "", ops[i].second, ops[i].first);
   }
+  return top;
+}
+
+void PlanBuilder::log_summary() const {
+  if (options_.keep_all || log::level() > log::Level::kDebug) return;
   const BuildTimes& t = times_;
   log::debug("cuda", "plan of {} for {}: build {:.2f} ms ({}), fuse {:.2f}, place {:.2f}; {} steps", graph_.name(),
-             graph_.inputs().empty() ? "?" : shape_str(graph_.inputs()[0]->shape), t.walk, top, t.fuse, t.place,
+             graph_.inputs().empty() ? "?" : shape_str(graph_.inputs()[0]->shape), t.walk, top_ops(), t.fuse, t.place,
              steps_);
 }
 

@@ -116,6 +116,8 @@ class PlanBuilder {
   // At debug level, the built plan's line (build, fuse, place, its three costliest ops): logged by the caller after
   // it has timed the build, so that the line's own cost is not counted as planning.
   void log_summary() const;
+  // The three ops whose builders took longest, with their ms ("Conv 0.11, Add 0.04, MatMul 0.03").
+  std::string top_ops() const;
 
   // ---- for op builders -----------------------------------------------------------------------------------------
   // The floating type the node computes in (f16 only in reduced precision, by the policy).

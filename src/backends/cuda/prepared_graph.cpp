@@ -75,6 +75,7 @@ Result<std::unique_ptr<CudaPreparedGraph>> CudaPreparedGraph::create_instance(st
   pg->role_ = source.role;
   pg->signature_ = source.signature;
   pg->weights_ = source.weights;
+  pg->instance_ = true;
   RETURN_IF_ERROR(pg->build_first(expanded, source.order));
   pg->weights_ = nullptr;  // the memo is the graph copy's, used by one build at a time
   return pg;
@@ -169,7 +170,9 @@ Status CudaPreparedGraph::build_first(const graph::Graph& g, const std::vector<c
   auto plan = builder.build();
   times_.builder = builder_sw.elapsed_ms() - times_.lane - times_.cudnn;
   metrics::inc("steadyocr_cuda_prepare_ms_total", {{"phase", "builder"}}, times_.builder);
-  if (plan.is_ok()) builder.log_summary();
+  // An instance's line is its plan's (CudaSymbolicPlan), logged after that plan has timed the whole instance.
+  if (plan.is_ok() && instance_ && log::level() <= log::Level::kDebug) times_.top_ops = builder.top_ops();
+  if (plan.is_ok() && !instance_) builder.log_summary();
   dnn = CudnnLease();
   if (lane && !device_lost()) dev.release_lane(std::move(*lane));
   if (!plan.is_ok()) return plan.status();

@@ -27,10 +27,11 @@ struct InstanceSource {
 
 // Where a plan's preparation went, ms (the debug line of each new shape; issue 13's 0.5 ms bar).
 struct PrepareTimes {
-  double graph = 0;    // the graph copied (and its epilogues expanded) for the plan to keep
-  double lane = 0;     // an execution lane leased for cuDNN's queries
-  double cudnn = 0;    // a cuDNN handle leased
-  double builder = 0;  // PlanBuilder::build (its own parts: Plan::build_times)
+  double graph = 0;     // the graph copied (and its epilogues expanded) for the plan to keep
+  double lane = 0;      // an execution lane leased for cuDNN's queries
+  double cudnn = 0;     // a cuDNN handle leased
+  double builder = 0;   // PlanBuilder::build (its own parts: Plan::build_times)
+  std::string top_ops;  // an instance's (create_instance) costliest op builders, at debug level (PlanBuilder::top_ops)
 };
 
 class CudaPreparedGraph final : public PreparedGraph {
@@ -72,6 +73,7 @@ class CudaPreparedGraph final : public PreparedGraph {
   graph::Graph graph_;  // kept for rebuilding after the reduced-precision calibration (when owns_graph_)
   bool owns_graph_ = false;
   WeightMemo* weights_ = nullptr;  // during create_instance's build only (InstanceSource::weights)
+  bool instance_ = false;          // made by create_instance (an instance of a plan for every shape)
   PrepareTimes times_;
   std::string role_, signature_;
   std::unique_ptr<Plan> plan_;

@@ -128,9 +128,9 @@ Result<std::unique_ptr<CudaPreparedGraph>> CudaSymbolicPlan::build(const std::ve
     const BuildTimes& b = instance->plan().build_times;
     log::debug("cuda",
                "{}: {} instance for {} in {:.2f} ms (symbols {:.3f}, graph {:.2f}, lane {:.2f}, cudnn {:.2f}, builder "
-               "{:.2f}: walk {:.2f} (conv {:.2f}, cudnn_calls {:.2f}), fuse {:.2f}, place {:.2f}; {} steps)",
+               "{:.2f}: walk {:.2f} (conv {:.2f}, cudnn_calls {:.2f}), fuse {:.2f}, place {:.2f}; {} steps) [{}]",
                state_->name, source_.role, shape_str(shapes[0]), ms, symbols_ms, p.graph + copy_ms, p.lane, p.cudnn,
-               p.builder, b.walk, b.conv, b.cudnn, b.fuse, b.place, instance->plan().steps.size());
+               p.builder, b.walk, b.conv, b.cudnn, b.fuse, b.place, instance->plan().steps.size(), p.top_ops);
   }
   return instance;
 }
