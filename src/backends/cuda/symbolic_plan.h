@@ -33,8 +33,9 @@ class CudaSymbolicPlan final : public PreparedGraph {
   // Instances of one shape: a call of a shape whose instances are all busy waits for one (a run, milliseconds),
   // as the per-shape plans' callers do, rather than building another: every extra instance runs eagerly until its
   // CUDA graph is captured, and its graph replays only on the arena it was captured on, so more instances of a shape
-  // meant more eager runs and captures (images/s 1-18 % below the per-shape plans' with up to 4, 2026-12-07). A
-  // second instance is built only by a call that has waited kWaitForInstanceMs for the busy ones.
+  // meant more eager runs and captures (images/s 1-18 % below the per-shape plans' with up to 4, 2026-12-07; with
+  // this wait, within 1.2 % of them either way over three rounds, H100, docs/BENCHMARKS.md). A second instance is
+  // built only by a call that has waited kWaitForInstanceMs for the busy ones.
   static constexpr size_t kInstancesPerShape = 4;
   static constexpr int kWaitForInstanceMs = 50;
   static constexpr size_t kGraphCopiesKept = 4;  // graph copies for concurrent builds kept between them
