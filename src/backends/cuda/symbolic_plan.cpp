@@ -53,8 +53,12 @@ Result<std::unique_ptr<CudaSymbolicPlan>> CudaSymbolicPlan::create(std::shared_p
     std::string why;
     if (!op_supported(*n, &why)) return unsupported(fmt::format("{}: not supported on CUDA: {}", n->describe(), why));
   }
-  ASSIGN_OR_RETURN(std::unique_ptr<GraphCopy> first, plan->copy_graph());
-  plan->copies_.push_back(std::move(first));
+  // As many graph copies as builds kept apart at once: a cold process's first pages bring their new shapes together,
+  // and each build at once needs a copy of its own (made here at load, not on those builds' time).
+  for (size_t i = 0; i < kGraphCopiesKept; ++i) {
+    ASSIGN_OR_RETURN(std::unique_ptr<GraphCopy> copy, plan->copy_graph());
+    plan->copies_.push_back(std::move(copy));
+  }
   return plan;
 }
 
@@ -90,12 +94,14 @@ Status CudaSymbolicPlan::check_inputs(const std::vector<Tensor>& inputs) const {
 Result<std::unique_ptr<CudaPreparedGraph>> CudaSymbolicPlan::build(const std::vector<Shape>& shapes) {
   Stopwatch sw;
   std::unique_ptr<GraphCopy> copy;
+  std::shared_ptr<const WeightMemo> seed;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (!copies_.empty()) {
       copy = std::move(copies_.back());
       copies_.pop_back();
     }
+    seed = seed_;
   }
   double copy_ms = 0;
   if (!copy) {  // more builds at once than copies kept
@@ -112,6 +118,8 @@ Result<std::unique_ptr<CudaPreparedGraph>> CudaSymbolicPlan::build(const std::ve
       if (plan.copies_.size() < kGraphCopiesKept) plan.copies_.push_back(std::move(copy));
     }
   } give_back{*this, copy};
+  // A copy whose memo knows fewer weights than another build found starts from that build's.
+  if (seed && copy->weights.size() < seed->size()) copy->weights = *seed;
   Stopwatch evaluating;
   RETURN_IF_ERROR(copy->shapes->write(shapes));
   const double symbols_ms = evaluating.elapsed_ms();
@@ -121,6 +129,12 @@ Result<std::unique_ptr<CudaPreparedGraph>> CudaSymbolicPlan::build(const std::ve
   ASSIGN_OR_RETURN(std::unique_ptr<CudaPreparedGraph> instance,
                    CudaPreparedGraph::create_instance(state_, copy->graph, source));
   const double ms = sw.elapsed_ms();
+  if (!seed || copy->weights.size() > seed->size()) {  // the memo grew: later copies start from it (the copy made
+    // outside the lock; only while memos grow, the first builds of each model)
+    auto grown = std::make_shared<const WeightMemo>(copy->weights);
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!seed_ || seed_->size() < grown->size()) seed_ = std::move(grown);
+  }
   metrics::inc("steadyocr_cuda_buckets_planned_total", {{"model", source_.role}, {"backend", state_->name}});
   metrics::inc("steadyocr_cuda_plan_ms_total", {{"model", source_.role}, {"backend", state_->name}}, ms);
   if (log::level() <= log::Level::kDebug) {

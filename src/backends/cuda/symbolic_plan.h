@@ -38,7 +38,7 @@ class CudaSymbolicPlan final : public PreparedGraph {
   // built only by a call that has waited kWaitForInstanceMs for the busy ones.
   static constexpr size_t kInstancesPerShape = 4;
   static constexpr int kWaitForInstanceMs = 50;
-  static constexpr size_t kGraphCopiesKept = 4;  // graph copies for concurrent builds kept between them
+  static constexpr size_t kGraphCopiesKept = 4;  // graph copies for concurrent builds, made at load and kept
 
   // Unsupported where the graph was not specialised on symbols or a node has no CUDA kernel (the runtime then plans
   // per shape and places what CUDA declines).
@@ -89,6 +89,7 @@ class CudaSymbolicPlan final : public PreparedGraph {
   std::condition_variable freed_;  // an instance became idle, or a build ended
   std::map<std::vector<Shape>, Entry> entries_;
   std::vector<std::unique_ptr<GraphCopy>> copies_;  // idle graph copies
+  std::shared_ptr<const WeightMemo> seed_;          // the fullest memo a build has left (new memos start from it)
   uint64_t clock_ = 0;
   size_t largest_arena_ = 0;
 };
