@@ -185,39 +185,18 @@ if want plans; then  # what a new shape costs the host, one image at a time: the
     env "${e[@]}" STEADYOCR_WORKER_CONCURRENCY=1 timeout 150 ${RUN_SO:-$SO} --log-level debug bench "$F/synth-dev" \
       --models "$F/models" --backend "$be" --require-gpu --warmup 0 --repeat 2 --json "${vflags[@]}" \
       >"$W/plans.$be.$pv.json" 2>"$W/plans.$be.$pv.log"
-    python3 "$REPO/scripts/new_shape_costs.py" "$W/plans.$be.$pv.log" "plans $be $pv" | grep -v "on reference" |
-      tee -a "$S"
-    python3 - "$W/plans.$be.$pv.log" "$W/plans.$be.$pv.json" "$be $pv" <<'PY' | tee -a "$S"
-import json, re, statistics, sys
-plans, captures, builds = {}, {}, {}
-for line in open(sys.argv[1], errors="replace"):
-    m = re.search(r"planned (\S+) for .* in ([\d.]+) ms \(passes ([\d.]+), prepare ([\d.]+)\)", line)
-    if m:
-        plans.setdefault(m.group(1), []).append(tuple(map(float, m.groups()[1:])))
-    m = re.search(r"plan of (\S+) for .*: build ([\d.]+) ms \((.*)\), fuse ([\d.]+), place ([\d.]+); (\d+) steps", line)
-    if m:
-        builds.setdefault(m.group(1), []).append((float(m.group(2)), float(m.group(4)), float(m.group(5)),
-                                                  int(m.group(6)), m.group(3)))
-    m = re.search(r": captured (\S+) .* into a CUDA graph in ([\d.]+) ms", line)
-    if m:
-        captures.setdefault(m.group(1), []).append(float(m.group(2)))
+    python3 - "$W/plans.$be.$pv.json" "$be $pv" <<'PY' | tee -a "$S"
+import json, sys
 try:
-    r = json.load(open(sys.argv[2]))
+    r = json.load(open(sys.argv[1]))
     head = f"new shape +{r.get('new_shape_ms_per_image', 0):.2f} ms/image, first pass {r.get('first_pass_ms', 0):.0f} ms"
 except Exception as e:
     head = f"no result ({e})"
-print(f"plans {sys.argv[3]}, one image at a time: {head}")
-for name, v in plans.items():
-    med = lambda i: statistics.median(x[i] for x in v)
-    print(f"  {name}: {len(v)} plans, median {med(0):.2f} ms (passes {med(1):.2f}, prepare {med(2):.2f}), "
-          f"max {max(x[0] for x in v):.2f}, sum {sum(x[0] for x in v):.0f} ms")
-for name, v in builds.items():
-    med = lambda i: statistics.median(x[i] for x in v)
-    print(f"  {name}'s CUDA plans: build {med(0):.2f} ms, fuse {med(1):.2f}, place {med(2):.2f} (medians), "
-          f"{med(3):.0f} steps; the last one's costliest ops: {v[-1][4]}")
-for role, v in captures.items():
-    print(f"  graph captures of {role}: {len(v)}, median {statistics.median(v):.2f} ms, sum {sum(v):.0f} ms")
+print(f"plans {sys.argv[2]}, one image at a time: {head}")
 PY
+    # each new shape's cost, the builders' parts, the graph captures
+    python3 "$REPO/scripts/new_shape_costs.py" "$W/plans.$be.$pv.log" "plans $be $pv" | grep -v "on reference" |
+      tee -a "$S"
     grep -E "WARN|ERROR" "$W/plans.$be.$pv.log" | sort | uniq -c | sort -rn | head -5 | cut -c1-200 | tee -a "$S"
    done
   done

@@ -3,18 +3,24 @@
 
   scripts/new_shape_costs.py LOG [LABEL]
 
-Reads the runtime's per-shape lines ("planned MODEL for SHAPE on BACKEND in X ms (passes P, prepare Q)"), the
+Reads the runtime's per-shape lines ("planned MODEL for SHAPE on BACKEND in X ms (passes P, prepare Q)"; P and Q's
+medians are printed), the
 Vulkan shape-free plan's ("MODEL: instance for SHAPE in X ms (N kept)") and the CUDA one's ("BACKEND: ROLE instance for
 SHAPE in X ms (PHASES; N steps)"), and prints per model: how many new shapes,
 median / p90 / max, how many under 0.5 ms, per model and backend. The first shape of each (start-up: shader
 compilation, first allocations), and of each worker process restarted after it, is listed apart; so is every shape-free instance made on an emptied cache ("(1 kept)":
-the shared buffers grew, or a worker restarted), which is counted in the figures but named.
+the shared buffers grew, or a worker restarted), which is counted in the figures but named. Also, per model, the CUDA
+plan builder's lines ("plan of MODEL for SHAPE: build B ms (COSTLIEST OPS), fuse F, place P; N steps") and the CUDA
+graph captures ("captured ROLE ... into a CUDA graph in X ms").
 """
 import re
 import statistics
 import sys
 
-PER_SHAPE = re.compile(r"planned (\S+) for (\S+) on (\S+) in ([\d.]+) ms \(passes")
+PER_SHAPE = re.compile(r"planned (\S+) for (\S+) on (\S+) in ([\d.]+) ms \(passes ([\d.]+), prepare ([\d.]+)\)")
+# The CUDA plan builder's own line (per-shape plans; an instance of the plan for every shape has its plan's line).
+BUILDER = re.compile(r"plan of (\S+) for .*: build ([\d.]+) ms \((.*)\), fuse ([\d.]+), place ([\d.]+); (\d+) steps")
+CAPTURE = re.compile(r": captured (\S+) .* into a CUDA graph in ([\d.]+) ms")
 SHAPE_FREE = re.compile(r"(\S+): instance for (\S+) in ([\d.]+) ms \((?:(.*); )?(\d+) kept\)")
 CUDA_SHAPE_FREE = re.compile(r"(\S+): (\S+) instance for (\S+) in ([\d.]+) ms \((.*); \d+ steps\)")
 PHASE = re.compile(r"(\w+) ([\d.]+)")
@@ -27,10 +33,20 @@ def main():
         sys.exit(__doc__)
     label = sys.argv[2] if len(sys.argv) > 2 else sys.argv[1]
     costs, first, emptied, restarts, phases = {}, {}, {}, {}, {}
+    builds, captures = {}, {}  # model -> [(build, fuse, place, steps, costliest ops)]; role -> [ms]
     fresh_process = set()  # models whose next shape is a restarted worker's first
     for line in open(sys.argv[1], errors="replace"):
         if RESTART.search(line):
             fresh_process = set(first)
+            continue
+        b = BUILDER.search(line)
+        if b:
+            builds.setdefault(b.group(1), []).append(
+                (float(b.group(2)), float(b.group(4)), float(b.group(5)), int(b.group(6)), b.group(3)))
+            continue
+        c = CAPTURE.search(line)
+        if c:
+            captures.setdefault(c.group(1), []).append(float(c.group(2)))
             continue
         cuda = CUDA_SHAPE_FREE.search(line)
         m = None if cuda else SHAPE_FREE.search(line)
@@ -46,7 +62,7 @@ def main():
             if not m:
                 continue
             key, ms, fresh = (m.group(1), m.group(3) + ", per shape"), float(m.group(4)), False
-            split = {}
+            split = {"passes": float(m.group(5)), "prepare": float(m.group(6))}
         if key not in first:
             first[key] = ms
             continue
@@ -76,6 +92,12 @@ def main():
               f"ms, {under} of {len(v)} under 0.5 ms" + (f" ({emptied[key]} on an emptied cache)" if emptied[key] else ""))
         if phases.get(key):
             print("    medians, ms: " + ", ".join(f"{k} {statistics.median(x):.3f}" for k, x in phases[key].items()))
+    for name, v in builds.items():
+        med = lambda i: statistics.median(x[i] for x in v)
+        print(f"{label}: {name}'s CUDA plan builds: build {med(0):.2f} ms, fuse {med(1):.2f}, place {med(2):.2f} "
+              f"(medians of {len(v)}), {med(3):.0f} steps; the last one's costliest ops: {v[-1][4]}")
+    for role, v in captures.items():
+        print(f"{label}: graph captures of {role}: {len(v)}, median {statistics.median(v):.2f} ms, sum {sum(v):.0f} ms")
 
 
 if __name__ == "__main__":
