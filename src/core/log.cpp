@@ -2,6 +2,7 @@
 
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
+#include <nlohmann/json.hpp>
 
 #include <atomic>
 #include <chrono>
@@ -44,34 +45,6 @@ spdlog::logger& logger() {
   return *l;
 }
 
-std::string json_escape(std::string_view s) {
-  std::string out;
-  out.reserve(s.size() + 8);
-  for (char c : s) {
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          out += fmt::format("\\u{:04x}", static_cast<int>(c));
-        } else {
-          out += c;
-        }
-    }
-  }
-  return out;
-}
-
 }  // namespace
 
 void set_level(Level level) {
@@ -104,9 +77,6 @@ void write(Level level, std::string_view component, std::string_view message) {
 
 void write_record(Level level, std::string_view component, std::string_view message, std::string_view fields) {
   if (level < g_level.load() || level == Level::kOff) return;
-  // The members of the caller's object, without its braces.
-  std::string_view members;
-  if (fields.size() > 2 && fields.front() == '{' && fields.back() == '}') members = fields.substr(1, fields.size() - 2);
   auto now = std::chrono::system_clock::now();
   std::time_t secs = std::chrono::system_clock::to_time_t(now);
   int ms =
@@ -120,11 +90,22 @@ void write_record(Level level, std::string_view component, std::string_view mess
     std::lock_guard<std::mutex> lock(g_gpu_mu);
     gpu = g_gpu;
   }
-  if (g_json) {
-    const std::string gpu_member = gpu.empty() ? "" : R"(,"gpu":")" + json_escape(gpu) + "\"";
-    logger().info(R"({{"ts":"{}.{:03d}Z","level":"{}","component":"{}","msg":"{}"{}{}{}}})", stamp, ms,
-                  level_name(level), json_escape(component), json_escape(message), gpu_member,
-                  members.empty() ? "" : ",", members);
+  if (g_json) {  // one JSON object a line, written by nlohmann::json (invalid UTF-8 replaced, not an error)
+    nlohmann::ordered_json line;
+    line["ts"] = fmt::format("{}.{:03d}Z", stamp, ms);
+    line["level"] = level_name(level);
+    line["component"] = std::string(component);
+    line["msg"] = std::string(message);
+    if (!gpu.empty()) line["gpu"] = gpu;
+    if (!fields.empty()) {
+      const auto extra = nlohmann::ordered_json::parse(fields, nullptr, /*allow_exceptions=*/false);
+      if (extra.is_object()) {
+        for (const auto& [key, value] : extra.items()) line[key] = value;
+      } else {
+        line["fields"] = std::string(fields);  // not an object: kept as its text
+      }
+    }
+    logger().info("{}", line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
   } else {
     static const char* kTags[] = {"DEBUG", "INFO ", "WARN ", "ERROR"};
     logger().info("[{}.{:03d}] {} [{}] {}{}{}{}", stamp, ms, kTags[static_cast<int>(level)], component,

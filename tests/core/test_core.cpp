@@ -1,9 +1,11 @@
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <unistd.h>
 
 #include <cstdio>
 
+#include "core/log.h"
 #include "core/metrics.h"
 #include "core/npy.h"
 #include "core/parallel.h"
@@ -73,6 +75,34 @@ TEST(Parallel, CoversEveryIndexOnce) {
   std::vector<int> each(37, 0);
   parallel_for_each(37, [&](int64_t i) { each[i] += static_cast<int>(i); });
   for (int i = 0; i < 37; ++i) ASSERT_EQ(each[i], i);
+}
+
+TEST(Log, JsonLinesAreJsonWithTheCallersFieldsAndAnyBytes) {
+  const log::Level was = log::level();
+  log::set_level(log::Level::kInfo);
+  log::set_json(true);
+  ::testing::internal::CaptureStderr();
+  log::write_record(log::Level::kWarn, "http", "a \"quoted\"\tmessage\n with a bad byte \xff",
+                    R"({"route":"/ocr","status":503,"ms":1.25})");
+  log::write_record(log::Level::kInfo, "x", "plain", "not an object");
+  const std::string out = ::testing::internal::GetCapturedStderr();
+  log::set_json(false);
+  log::set_level(was);
+  std::vector<nlohmann::json> lines;
+  for (size_t at = 0, end; at < out.size(); at = end + 1) {
+    end = out.find('\n', at);
+    if (end == std::string::npos) end = out.size();
+    if (end > at) lines.push_back(nlohmann::json::parse(out.substr(at, end - at)));  // throws on a line not JSON
+  }
+  ASSERT_EQ(lines.size(), 2u) << out;
+  EXPECT_EQ(lines[0]["level"], "warn");
+  EXPECT_EQ(lines[0]["component"], "http");
+  EXPECT_EQ(lines[0]["msg"], "a \"quoted\"\tmessage\n with a bad byte \xef\xbf\xbd");  // U+FFFD for the byte
+  EXPECT_EQ(lines[0]["route"], "/ocr");
+  EXPECT_EQ(lines[0]["status"], 503);
+  EXPECT_EQ(lines[0]["ms"], 1.25);
+  EXPECT_TRUE(lines[0]["ts"].get<std::string>().ends_with("Z")) << lines[0];
+  EXPECT_EQ(lines[1]["fields"], "not an object");
 }
 
 TEST(Metrics, CountsWithLabelsAndRendersPrometheus) {

@@ -6,6 +6,7 @@
 #include <cudnn.h>
 #include <dlfcn.h>
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include <cstring>
 #include <exception>
@@ -281,8 +282,9 @@ int run_check_entry(const char* name, const char* args_json, char* result_json, 
   try {
     return so_run_check(name, args_json, result_json, result_len);
   } catch (...) {
-    copy_text(result_json, result_len,
-              R"({"status":"could_not_run","code":"L3_EXCEPTION","evidence":{"error":"exception in run_check"}})");
+    const nlohmann::json r = {
+        {"status", "could_not_run"}, {"code", "L3_EXCEPTION"}, {"evidence", {{"error", "exception in run_check"}}}};
+    copy_text(result_json, result_len, r.dump());
     return 1;
   }
 }
@@ -293,10 +295,11 @@ int run_check_entry(const char* name, const char* args_json, char* result_json, 
 extern "C" __attribute__((weak)) int so_run_check(const char* name, const char* args_json, char* result_json,
                                                   size_t result_len) {
   (void)args_json;
-  copy_text(result_json, result_len,
-            fmt::format(R"({{"status":"could_not_run","code":"L3_NOT_BUILT","evidence":{{"check":"{}","reason":)"
-                        R"("this plugin was built without diagnostics"}}}})",
-                        name ? name : ""));
+  const nlohmann::json r = {
+      {"status", "could_not_run"},
+      {"code", "L3_NOT_BUILT"},
+      {"evidence", {{"check", name ? name : ""}, {"reason", "this plugin was built without diagnostics"}}}};
+  copy_text(result_json, result_len, r.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
   return 1;
 }
 

@@ -1,6 +1,7 @@
 // The C entry point of libsteadyocr_vulkan.so (plugin_api.h): the only way into the plugin. No exception crosses it:
 // every function of the table catches everything and reports an SoPluginStatus (code, finding, message).
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include <cstring>
 #include <exception>
@@ -139,14 +140,15 @@ int run_check(const char* name, const char* args_json, char* result_json, size_t
   try {
     const std::string n = name ? name : "";
     if (n != "chain") {
-      copy_text(result_json, result_len,
-                fmt::format("{{\"status\":\"could_not_run\",\"error\":\"no Vulkan check named '{}'\"}}", n));
+      const nlohmann::json r = {{"status", "could_not_run"}, {"error", "no Vulkan check named '" + n + "'"}};
+      copy_text(result_json, result_len, r.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
       return 1;
     }
     copy_text(result_json, result_len, steadyocr::vk::chain_check_json());
     return 0;
   } catch (...) {
-    copy_text(result_json, result_len, "{\"status\":\"could_not_run\",\"error\":\"exception in the check\"}");
+    copy_text(result_json, result_len,
+              nlohmann::json{{"status", "could_not_run"}, {"error", "exception in the check"}}.dump());
     return 1;
   }
 }
