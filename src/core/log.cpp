@@ -71,11 +71,10 @@ bool parse_level(std::string_view name, Level* out) {
   return false;
 }
 
-void write(Level level, std::string_view component, std::string_view message) {
-  write_record(level, component, message, "");
-}
+namespace {
 
-void write_record(Level level, std::string_view component, std::string_view message, std::string_view fields) {
+// One line; `fields` null or a JSON value (write_record).
+void write_line(Level level, std::string_view component, std::string_view message, const nlohmann::json* fields) {
   if (level < g_level.load() || level == Level::kOff) return;
   auto now = std::chrono::system_clock::now();
   std::time_t secs = std::chrono::system_clock::to_time_t(now);
@@ -97,20 +96,29 @@ void write_record(Level level, std::string_view component, std::string_view mess
     line["component"] = std::string(component);
     line["msg"] = std::string(message);
     if (!gpu.empty()) line["gpu"] = gpu;
-    if (!fields.empty()) {
-      const auto extra = nlohmann::ordered_json::parse(fields, nullptr, /*allow_exceptions=*/false);
-      if (extra.is_object()) {
-        for (const auto& [key, value] : extra.items()) line[key] = value;
-      } else {
-        line["fields"] = std::string(fields);  // not an object: kept as its text
-      }
+    if (fields && fields->is_object()) {
+      for (const auto& [key, value] : fields->items()) line[key] = value;
+    } else if (fields && !fields->is_null()) {
+      line["fields"] = *fields;
     }
     logger().info("{}", line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
   } else {
     static const char* kTags[] = {"DEBUG", "INFO ", "WARN ", "ERROR"};
+    const std::string extra =
+        fields && !fields->is_null() ? fields->dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) : "";
     logger().info("[{}.{:03d}] {} [{}] {}{}{}{}", stamp, ms, kTags[static_cast<int>(level)], component,
-                  gpu.empty() ? "" : "GPU " + gpu + ": ", message, fields.empty() ? "" : " ", fields);
+                  gpu.empty() ? "" : "GPU " + gpu + ": ", message, extra.empty() ? "" : " ", extra);
   }
+}
+
+}  // namespace
+
+void write(Level level, std::string_view component, std::string_view message) {
+  write_line(level, component, message, nullptr);
+}
+
+void write_record(Level level, std::string_view component, std::string_view message, const nlohmann::json& fields) {
+  write_line(level, component, message, &fields);
 }
 
 }  // namespace steadyocr::log

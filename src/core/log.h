@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include <nlohmann/json_fwd.hpp>
+
 #include <string>
 #include <string_view>
 
@@ -22,9 +24,9 @@ void set_json(bool json);
 // "GPU K: " before the message in text mode. "" names none.
 void set_gpu(const std::string& gpu);
 void write(Level level, std::string_view component, std::string_view message);
-// A structured record: `fields` is a JSON object ("{...}", serialised by the caller) whose members join the line's own
-// (ts, level, component, msg) in JSON mode; in text mode they follow the message.
-void write_record(Level level, std::string_view component, std::string_view message, std::string_view fields);
+// A structured record: the members of `fields` (a JSON object) join the line's own (ts, level, component, msg) in
+// JSON mode (a value that is not an object goes in as "fields"); in text mode its text follows the message.
+void write_record(Level level, std::string_view component, std::string_view message, const nlohmann::json& fields);
 
 template <typename... A>
 void debug(std::string_view component, fmt::format_string<A...> f, A&&... a) {

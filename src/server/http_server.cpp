@@ -259,7 +259,7 @@ class HttpFront {
                    {"remote", req.remote_addr}};
     if (!ctx.gpu.empty()) fields["gpu"] = ctx.gpu;
     log::write_record(res.status >= 500 ? log::Level::kWarn : log::Level::kInfo, "http", "request",
-                      fields.dump(-1, ' ', false, json::error_handler_t::replace));  // the path may be any bytes
+                      fields);  // the path may be any bytes: written with invalid UTF-8 replaced
     if (ctx.active) --s_.http_active();
     ctx.active = false;
   }

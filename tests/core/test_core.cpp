@@ -83,8 +83,8 @@ TEST(Log, JsonLinesAreJsonWithTheCallersFieldsAndAnyBytes) {
   log::set_json(true);
   ::testing::internal::CaptureStderr();
   log::write_record(log::Level::kWarn, "http", "a \"quoted\"\tmessage\n with a bad byte \xff",
-                    R"({"route":"/ocr","status":503,"ms":1.25})");
-  log::write_record(log::Level::kInfo, "x", "plain", "not an object");
+                    nlohmann::json{{"route", "/ocr"}, {"status", 503}, {"ms", 1.25}});
+  log::write_record(log::Level::kInfo, "x", "plain", nlohmann::json("not an object"));
   const std::string out = ::testing::internal::GetCapturedStderr();
   log::set_json(false);
   log::set_level(was);
