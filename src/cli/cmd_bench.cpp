@@ -23,6 +23,7 @@
 #include "engine/engine.h"
 #include "engine/result_format.h"
 #include "pipeline/image_decode.h"
+#include "pipeline/pipeline.h"
 
 namespace steadyocr::cli {
 namespace {
@@ -38,6 +39,8 @@ constexpr const char* kJsonSchema = R"(--json prints one object:
   failed            inputs that could not be read or failed in any pass (each named on stderr; exit 1)
   warmup, passes    untimed and timed passes over all images
   threads           threads used
+  image_groups      groups of pictures read side by side, each on its share of the threads (--image-groups; 1 on GPU
+                    backends)
   chunk_images      images per engine call (--chunk; a whole pass by default)
   rung              the rung serving at the end; backend: the backend it runs (cpu-worker runs cpu)
   backends_used     {rung: results it produced in timed passes}
@@ -227,9 +230,11 @@ double process_tree_cpu_ms() {
 }
 
 void print_table(const json& r) {
-  std::printf("steadyocr bench: %d images, %d warm-up + %d timed passes, backend %s, %d threads\n",
+  const int groups = r["image_groups"].get<int>();
+  std::printf("steadyocr bench: %d images, %d warm-up + %d timed passes, backend %s, %d threads%s\n",
               r["images"].get<int>(), r["warmup"].get<int>(), r["passes"].get<int>(),
-              r["backend"].get<std::string>().c_str(), r["threads"].get<int>());
+              r["backend"].get<std::string>().c_str(), r["threads"].get<int>(),
+              groups > 1 ? fmt::format(" in {} image groups", groups).c_str() : "");
   if (r["fell_back"].get<bool>()) {
     std::printf("\n!!! FELL BACK: the ladder stepped down; these figures are for %s, not the backend asked for !!!\n",
                 r["backend"].get<std::string>().c_str());
@@ -422,6 +427,8 @@ int run_bench(const BenchArgs& a) {
   r["warmup"] = a.warmup;
   r["passes"] = a.repeat;
   r["threads"] = num_threads();
+  r["image_groups"] =
+      pipeline::host_groups_for(options->pipeline, engine::backend_of_rung(engine.current_rung()), num_threads());
   r["chunk_images"] = a.chunk > 0 ? std::min<size_t>(a.chunk, index.size()) : index.size();
   r["rung"] = engine.current_rung();
   r["backend"] = engine::backend_of_rung(engine.current_rung());

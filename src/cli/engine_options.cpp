@@ -65,6 +65,10 @@ void add_engine_flags(CLI::App* app, EngineArgs* args) {
                   "Threads for models and image work (default: all cores; fewer while other processes keep cores "
                   "busy, unless STEADYOCR_SHARE_CORES=off)")
       ->check(CLI::Range(1, 1024));
+  app->add_option("--image-groups", args->image_groups,
+                  "cpu backend: pictures read side by side in this many groups, each on its share of the threads "
+                  "(default: one group per 4 threads from 8 threads up, else 1; same results)")
+      ->check(CLI::Range(1, 1024));
   app->add_option("--drop-score", args->drop_score, "Drop lines read with a lower score")
       ->check(CLI::Range(0.0, 1.0))
       ->capture_default_str();
@@ -191,6 +195,7 @@ Result<EngineOptions> engine_options_from(const EngineArgs& a) {
   opts.drop_score = a.drop_score;
   opts.det_limit_side = a.det_limit_side;
   opts.plan_cache = a.plan_cache;
+  opts.host_groups = a.image_groups;
   opts.rec_top1 = !a.host_ctc;
   opts.rec_concurrent_calls = !a.rec_serial_calls;
   opts.det_device_normalize = !a.host_normalize;

@@ -25,6 +25,7 @@ struct EngineArgs {
   std::vector<std::string> ladder;  // hidden: explicit rungs, e.g. cpu-worker,cpu to drive fault paths without a GPU
   bool cls = false, det_only = false, rec_only = false;
   int threads = 0;
+  int image_groups = 0;
   float drop_score = 0.5f;
   int det_limit_side = 960;
   int plan_cache = 0;

@@ -11,7 +11,15 @@ namespace steadyocr {
 namespace {
 std::atomic<int> g_threads{0};
 thread_local bool t_serial = false;
+thread_local int t_groups = 1;  // ThreadShareScope
 }  // namespace
+
+ThreadShareScope::ThreadShareScope(int groups) : previous_(t_groups) {
+  t_groups = std::max(1, groups);
+}
+ThreadShareScope::~ThreadShareScope() {
+  t_groups = previous_;
+}
 
 SerialScope::SerialScope() : previous_(t_serial) {
   t_serial = true;
@@ -33,7 +41,13 @@ int num_threads() {
 }
 
 int threads_now() {
-  return cpu_share::threads_now(num_threads());
+  const int n = cpu_share::threads_now(num_threads());
+  return t_groups > 1 ? std::max(1, n / t_groups) : n;
+}
+
+int threads_for_run(int concurrent_runs) {
+  if (t_groups > 1) return threads_now();
+  return std::max(1, threads_now() / std::max(1, concurrent_runs));
 }
 
 bool in_parallel_region() {

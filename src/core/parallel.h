@@ -27,6 +27,24 @@ class SerialScope {
   bool previous_;
 };
 
+// While alive, this thread's parallel regions take a 1/`groups` share of threads_now(): for `groups` threads that
+// each run whole pictures side by side (the cpu pipeline's image groups on many cores), each leading its own OpenMP
+// team. A run's share is then fixed by its group, not divided again by the runs in progress (threads_for_run).
+class ThreadShareScope {
+ public:
+  explicit ThreadShareScope(int groups);
+  ~ThreadShareScope();
+  ThreadShareScope(const ThreadShareScope&) = delete;
+  ThreadShareScope& operator=(const ThreadShareScope&) = delete;
+
+ private:
+  int previous_;
+};
+
+// Threads for one model run while `concurrent_runs` runs (this one included) are in progress on the backend:
+// threads_now() divided among them, or this thread's share inside a ThreadShareScope.
+int threads_for_run(int concurrent_runs);
+
 // Calls fn(begin, end) on disjoint chunks covering [0, n). Chunks hold at least `grain` items.
 // Runs inline when n is small, one thread is configured, or we are already inside a parallel region.
 void parallel_for(int64_t n, const std::function<void(int64_t begin, int64_t end)>& fn, int64_t grain = 1);

@@ -26,8 +26,8 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(ClsOptions, height, width, batch
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(PipelineOptions::Batching, enabled, det_images, rec_rows, cls_rows,
                                                 slots)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(PipelineOptions, mode, use_cls, det_limit_side, det_bucket, db, rec,
-                                                cls, drop_score, load_cls, execution, plan_instances, plan_cache,
-                                                rec_top1, rec_concurrent_calls, det_device_normalize,
+                                                cls, drop_score, load_cls, execution, plan_instances, host_groups,
+                                                plan_cache, rec_top1, rec_concurrent_calls, det_device_normalize,
                                                 rec_device_normalize, symbolic_plans, warm_up, warm_rec_max_width,
                                                 batching)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(DecodeLimits, max_side, max_pixels, max_file_bytes, max_jpeg_scans,

@@ -1,9 +1,11 @@
 #include "pipeline/pipeline.h"
 
 #include <algorithm>
+#include <atomic>
 #include <filesystem>
 #include <future>
 #include <map>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -33,6 +35,14 @@ ModelPaths model_paths_in(const std::string& dir) {
   std::filesystem::path d(dir);
   return {(d / "ch_PP-OCRv4_det_infer.onnx").string(), (d / "ch_PP-OCRv4_rec_infer.onnx").string(),
           (d / "ch_ppocr_mobile_v2.0_cls_infer.onnx").string(), (d / "ppocr_keys_v1.txt").string()};
+}
+
+int host_groups_for(const PipelineOptions& options, const std::string& backend, int threads) {
+  const bool host = options.execution == ExecutionProfile::kHost ||
+                    (options.execution == ExecutionProfile::kAuto && backend.rfind("cuda", 0) != 0);
+  if (!host || backend != "cpu") return 1;  // a device's runs are not on the host's cores
+  if (options.host_groups > 0) return std::min(options.host_groups, std::max(1, threads));
+  return threads >= 8 ? threads / 4 : 1;
 }
 
 namespace {
@@ -88,6 +98,8 @@ Result<std::unique_ptr<Pipeline>> Pipeline::load(const ModelPaths& paths, std::s
     // Plans hold no device memory of their own (runs lease arenas): every shape a set repeats skips planning.
     model_options.max_cached_shapes = 512;
   }
+  opts.host_groups = host_groups_for(opts, backend->name(), num_threads());
+  if (opts.host_groups > 1) model_options.max_replicas = opts.host_groups;  // one plan instance per group
   if (opts.plan_cache > 0) model_options.max_cached_shapes = static_cast<size_t>(opts.plan_cache);
   std::map<std::string, std::shared_ptr<runtime::Model>> raw;
   auto wrapped = [&](const char* stage, std::unique_ptr<runtime::Model> m) -> std::shared_ptr<runtime::Runner> {
@@ -183,7 +195,7 @@ Pipeline::Pipeline(std::shared_ptr<runtime::Runner> det, std::shared_ptr<runtime
     // noise: docs/BENCHMARKS.md). Host: one (each call uses every core; further calls of that shape would wait).
     const int slots = b.slots > 0                                       ? b.slots
                       : options_.execution == ExecutionProfile::kDevice ? 4 * std::max(1, options_.plan_instances)
-                                                                        : 1;
+                                                                        : std::max(1, options_.host_groups);
     auto batched = [&](const char* stage, std::shared_ptr<runtime::Runner>& r, int64_t rows) {
       if (r && rows > 1) r = std::make_shared<runtime::BatchingRunner>(r, runtime::BatchingOptions{stage, rows, slots});
     };
@@ -346,6 +358,25 @@ std::vector<Result<OcrResult>> Pipeline::run_many(const std::vector<cv::Mat>& im
       }
       if (w.status.is_ok()) w.status = read_lines(w);
     });
+  } else if (const int groups = std::min<int>(options_.host_groups, static_cast<int>(work.size())); groups > 1) {
+    // Many cores: the pictures side by side in groups, each group's regions on its share of the threads and its own
+    // plan instances (models load with max_replicas = host_groups).
+    std::atomic<size_t> next{0};
+    auto group = [&] {
+      ThreadShareScope share(groups);
+      for (size_t i; (i = next++) < work.size();) {
+        Work& w = work[i];
+        if (w.status.is_ok() && w.opts.mode != OcrMode::kRecOnly) {
+          w.status = detect(w);
+          if (w.status.is_ok()) post_process(w);
+        }
+        if (w.status.is_ok()) w.status = read_lines(w);
+      }
+    };
+    // All groups on threads of their own: a run sets its thread's OpenMP team size, which the caller keeps.
+    std::vector<std::thread> threads;
+    for (int g = 0; g < groups; ++g) threads.emplace_back(group);
+    for (auto& t : threads) t.join();
   } else {
     auto detects = [](const Work& w) { return w.status.is_ok() && w.opts.mode != OcrMode::kRecOnly; };
     for (auto& w : work) {

@@ -60,6 +60,11 @@ struct PipelineOptions {
   bool load_cls = false;
   ExecutionProfile execution = ExecutionProfile::kAuto;
   int plan_instances = 4;  // kDevice: prepared instances per input shape (concurrent pictures)
+  // kHost on the cpu backend: the pictures of one call run side by side in this many groups, each group's model runs
+  // and image work on its share of the threads (parallel regions over one page's tensors scale poorly past a few
+  // cores). 0: one group per 4 threads from 8 threads up, else 1 (every stage of a picture on all threads). Load
+  // sets the value it resolved. Never changes results.
+  int host_groups = 0;
   // Plans (input shapes) kept per model, least recently used dropped first; 0: 512 on kDevice (a plan holds no
   // device memory of its own: runs lease arenas), the runtime's default on the host.
   int plan_cache = 0;
@@ -93,9 +98,14 @@ struct PipelineOptions {
     int det_images = 4;  // pictures of one detector input shape per call
     int rec_rows = 0;    // crops per recognition call (0: rec.merge_rows when set, else 8 * rec.batch)
     int cls_rows = 0;    // crops per classifier call (0: 8 * cls.batch)
-    int slots = 0;       // calls of one shape in flight (0: 4 * plan_instances on kDevice, 1 on the host)
+    int slots = 0;       // calls of one shape in flight (0: 4 * plan_instances on kDevice, host_groups on the host)
   } batching;
 };
+
+// The groups PipelineOptions::host_groups resolves to for `backend` with `threads` threads: 1 on a device's backend
+// (and on the host profile's other backends), the option when set (at most `threads`), else one per 4 threads from
+// 8 threads up.
+int host_groups_for(const PipelineOptions& options, const std::string& backend, int threads);
 
 // One image's changes to the pipeline's options (a server request's options); unset fields keep the pipeline's.
 // Only what needs no other models or plans: the mode (its models must be loaded), the classifier (loaded, see

@@ -415,6 +415,31 @@ Result<std::pair<size_t, PreparedGraph*>> Model::acquire(Plan& plan) {
       }
     }
     if (plan.replicas.empty()) return internal_error("plan for " + shape_str(plan.shape) + " has no instance");
+    // A plan for every shape that takes one run at a time (the cpu's) gets another instance, up to max_replicas, when
+    // its runs overlap (the cpu pipeline's image groups): once per process, where a per-shape plan's would be
+    // planned again for every shape.
+    if (plan.symbolic && static_cast<int>(plan.replicas.size()) + plan.building < plan.limit) {
+      ++plan.building;
+      lock.unlock();
+      Stopwatch sw;
+      auto prepared = prepare_instance(plan);
+      const double ms = sw.elapsed_ms();
+      lock.lock();
+      --plan.building;
+      if (prepared.is_ok()) {
+        plan.replicas.push_back(std::move(prepared).value());
+        plan.busy.push_back(true);
+        ++stats_.replicas_built;
+        stats_.plan_ms_total += ms;
+        log::debug("runtime", "{}: instance {} of the plan for every input shape on {} in {:.1f} ms", graph_.name(),
+                   plan.replicas.size(), backend_->name(), ms);
+        return std::make_pair(plan.replicas.size() - 1, plan.replicas.back().get());
+      }
+      plan.limit = std::max<int>(1, static_cast<int>(plan.replicas.size()) + plan.building);
+      log::warn("runtime", "{}: another instance of the plan for every input shape failed ({}); runs share {}",
+                graph_.name(), prepared.status().to_string(), plan.replicas.size());
+      continue;
+    }
     freed_.wait(lock);
   }
 }

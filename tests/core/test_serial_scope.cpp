@@ -1,4 +1,5 @@
 // SerialScope: a thread that already runs one job among many keeps its parallel_for work to itself.
+// ThreadShareScope: a thread that leads one of several groups takes its share of the threads.
 #include <gtest/gtest.h>
 
 #include <omp.h>
@@ -8,6 +9,7 @@
 #include <set>
 #include <thread>
 
+#include "core/cpu_share.h"
 #include "core/parallel.h"
 
 namespace steadyocr {
@@ -50,6 +52,36 @@ TEST(SerialScope, RunsParallelLoopsInlineWhileAliveAndNests) {
     EXPECT_FALSE(other_serial);
   }
   set_num_threads(saved);
+}
+
+TEST(ThreadShareScope, EachGroupTakesItsShareAndRunsAreNotDividedAgain) {
+  const int saved = num_threads();
+  cpu_share::set_enabled(false);  // the share of --threads as given, whatever else this machine runs
+  set_num_threads(8);
+  EXPECT_EQ(threads_now(), 8);
+  EXPECT_EQ(threads_for_run(2), 4);  // no groups: the runs in progress divide the threads
+  {
+    ThreadShareScope share(4);
+    EXPECT_EQ(threads_now(), 2);
+    EXPECT_EQ(threads_for_run(4), 2);  // the group's share already accounts for the others
+    {
+      ThreadShareScope more(16);
+      EXPECT_EQ(threads_now(), 1);  // never below one
+    }
+    EXPECT_EQ(threads_now(), 2);
+    // Another thread is not in this one's group.
+    int other = 0;
+    std::thread t([&] { other = threads_now(); });
+    t.join();
+    EXPECT_EQ(other, 8);
+    // A parallel loop started by this thread uses at most its share.
+    if (omp_get_num_procs() > 1) {
+      EXPECT_LE(threads_used(1000).size(), 2u);
+    }
+  }
+  EXPECT_EQ(threads_now(), 8);
+  set_num_threads(saved);
+  cpu_share::set_enabled(true);
 }
 
 }  // namespace

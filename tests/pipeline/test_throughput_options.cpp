@@ -133,6 +133,62 @@ TEST(ExecutionProfile, DeviceProfileReadsLikeTheHostProfile) {
   EXPECT_EQ(seen[0], seen[2]);
 }
 
+TEST(HostGroups, ResolvedForTheCpuBackendOnly) {
+  PipelineOptions o;  // kAuto, host_groups 0
+  EXPECT_EQ(host_groups_for(o, "cpu", 2), 1);
+  EXPECT_EQ(host_groups_for(o, "cpu", 4), 1);
+  EXPECT_EQ(host_groups_for(o, "cpu", 8), 2);
+  EXPECT_EQ(host_groups_for(o, "cpu", 16), 4);
+  EXPECT_EQ(host_groups_for(o, "cpu", 18), 4);
+  EXPECT_EQ(host_groups_for(o, "cuda-fp16", 16), 1);  // the device's runs are not on the host's cores
+  EXPECT_EQ(host_groups_for(o, "vulkan", 16), 1);
+  EXPECT_EQ(host_groups_for(o, "reference", 16), 1);
+  o.host_groups = 3;
+  EXPECT_EQ(host_groups_for(o, "cpu", 16), 3);
+  EXPECT_EQ(host_groups_for(o, "cpu", 2), 2);  // never more groups than threads
+  EXPECT_EQ(host_groups_for(o, "cuda-fp32", 16), 1);
+  o.execution = ExecutionProfile::kDevice;
+  EXPECT_EQ(host_groups_for(o, "cpu", 16), 1);
+}
+
+// Pictures read side by side in groups (each on its share of the threads, with its own plan instances) read as the
+// pictures of one group do.
+TEST(HostGroups, PicturesSideBySideReadAsInOneGroup) {
+  SO_REQUIRE_MODELS();
+  auto backend = runtime::create_backend("cpu");
+  if (!backend.is_ok()) GTEST_SKIP() << "the cpu backend is not in this build";
+  std::vector<cv::Mat> pages;
+  for (const char* name : {"s31_doc_0000.jpg", "s32r4_doc_0002.jpg"}) {
+    auto img = load_image(docs_dir() + "/" + name);
+    ASSERT_TRUE(img.is_ok()) << img.status().to_string();
+    pages.push_back(img->bgr);
+    pages.push_back(img->bgr);
+  }
+  const int saved = num_threads();
+  set_num_threads(2);
+  std::vector<std::vector<std::string>> seen;
+  for (int groups : {1, 2}) {
+    PipelineOptions o;
+    o.host_groups = groups;
+    auto p = Pipeline::load(model_paths_in(testing::models_dir()), *backend, o);
+    ASSERT_TRUE(p.is_ok()) << p.status().to_string();
+    EXPECT_EQ((*p)->options().host_groups, groups);
+    auto results = (*p)->run_many(pages);
+    std::vector<std::string> lines;
+    for (auto& r : results) {
+      ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+      for (auto& l : r->lines) {
+        lines.push_back(fmt::format("{} {:.0f},{:.0f} {:.0f},{:.0f} {:.4f}", l.text, l.box[0].x, l.box[0].y, l.box[2].x,
+                                    l.box[2].y, l.score));
+      }
+    }
+    EXPECT_GT(lines.size(), 20u);
+    seen.push_back(lines);
+  }
+  set_num_threads(saved);
+  EXPECT_EQ(seen[0], seen[1]);
+}
+
 // With buckets, warm-up plans every bucket shape with the requested instances, and the pipeline then reads without
 // planning anything new for pages that fit the buckets.
 TEST(WarmUp, PlansEveryBucketWithItsInstances) {

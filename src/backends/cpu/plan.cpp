@@ -433,7 +433,7 @@ Status CpuPlan::run(const std::vector<Tensor>& inputs, std::vector<Tensor>* outp
   // inherit omp_set_num_threads. Nested inside a parallel region everything runs serially anyway.
   if (!in_parallel_region()) {
     const int concurrent = std::max(1, total_bytes_ ? pool_->in_use() : 1);
-    const int threads = std::max(1, threads_now() / concurrent);
+    const int threads = threads_for_run(concurrent);
     if (omp_get_max_threads() != threads) omp_set_num_threads(threads);
   }
   struct Release {

@@ -369,7 +369,7 @@ Status SymbolicPlan::run(const std::vector<Tensor>& inputs, std::vector<Tensor>*
   // Threads for this run: --threads shared among the runs in progress on this backend (as CpuPlan::run does).
   if (!in_parallel_region()) {
     const int concurrent = std::max(1, place->layout.bytes ? pool_->in_use() : 1);
-    const int threads = std::max(1, threads_now() / concurrent);
+    const int threads = threads_for_run(concurrent);
     if (omp_get_max_threads() != threads) omp_set_num_threads(threads);
   }
   for (Step& s : steps_) {

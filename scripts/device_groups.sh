@@ -1,0 +1,95 @@
+#!/bin/bash
+# The GPU machine's host and GPU in one `device` call (issue 13): the cpu backend's image groups against the ONNX
+# Runtime reference pipeline on the host's cores, the CUDA rung's images in flight, and the PyTorch eager peer.
+#   groups: per set and round, ref_ppocr.py --runner ort once, then a cold `steadyocr ocr SET --backend cpu
+#           --image-groups G` for each G of GROUPS (wall time and the `ocr:` line); lines of each G against G=1
+#           (scripts/compare_ocr_lines.py) and ocr_eval's figures.
+#   conc:   `bench` of each set four times over (under other names: the same shapes), cuda-fp16, with
+#           STEADYOCR_WORKER_CONCURRENCY each of CONCS, alternating over ROUNDS.
+#   peer:   ref_ppocr.py --runner torch on each set (device_lib.sh).
+# Summary: $OUT/summary.txt; the runs' JSON and logs: $OUT/groups.tgz.
+#
+# Bundle: scripts/slim_bundle.py .devbundle build/steadyocr build/libsteadyocr_cuda13.so -- models \
+#   ../shared/data/synth-dev ../shared/data/sroie-dev ../shared/tools/peers ../shared/tools/ocr_eval.py
+# Device (repo root, carry [".devbundle"]): STEPS="groups conc peer" IMAGE_GROUPS="1 2 4 8" CONCS="16 24 32" ROUNDS=2 \
+#   SETS="synth-dev sroie-dev" scripts/device_groups.sh
+set -u
+STEPS=${STEPS:-groups conc peer}
+GROUPS_=${IMAGE_GROUPS:-1 2 4 8}
+CONCS=${CONCS:-16 24 32}
+ROUNDS=${ROUNDS:-2}
+REPEAT=${REPEAT:-3}
+SETS=${SETS:-synth-dev sroie-dev}
+OUT=${OUT:-/tmp/groups_out}
+W=/tmp/groups
+# shellcheck source=scripts/device_lib.sh
+. "$(dirname "$0")/device_lib.sh"
+device_begin device_groups "$W" "$OUT" "$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
+SO="$B/env.sh $B/bin/steadyocr"
+
+secs() { python3 -c "import sys; print(f'{float(sys.argv[2]) - float(sys.argv[1]):.2f}')" "$1" "$2"; }
+
+if want groups; then
+  for set in $SETS; do
+    for round in $(seq 1 "$ROUNDS"); do
+      s0=$(date +%s.%N)
+      timeout 300 python3 "$F/peers/ref_ppocr.py" "$F/models" "$F/$set" "$W/ort.$set.$round.json" --runner ort \
+        >"$W/ort.$set.$round.log" 2>&1
+      s1=$(date +%s.%N)
+      echo "== $set round $round, $(nproc) cores: ONNX Runtime reference wall $(secs "$s0" "$s1") s," \
+        "$(tail -1 "$W/ort.$set.$round.log")" | tee -a "$S"
+      for g in $GROUPS_; do
+        tag=cpu.$set.g$g.$round
+        s0=$(date +%s.%N)
+        timeout 300 $SO ocr "$F/$set" --models "$F/models" --backend cpu --image-groups "$g" --format json \
+          -o "$W/$tag.json" >/dev/null 2>"$W/$tag.log"
+        rc=$?
+        s1=$(date +%s.%N)
+        echo "   groups $g: exit $rc, wall $(secs "$s0" "$s1") s, $(tr '\r' '\n' <"$W/$tag.log" | grep -E '^ocr: ' |
+          tail -1)" | tee -a "$S"
+        if [ "$g" != "$(echo $GROUPS_ | cut -d' ' -f1)" ] && [ "$round" = 1 ]; then
+          python3 "$REPO/scripts/compare_ocr_lines.py" "$W/cpu.$set.g$(echo $GROUPS_ | cut -d' ' -f1).1.json" \
+            "$W/$tag.json" "$F/$set" "groups $g against $(echo $GROUPS_ | cut -d' ' -f1)" 2>&1 | tail -1 |
+            sed 's/^/     /' | tee -a "$S"
+        fi
+      done
+    done
+    device_ocr_eval "$set" "$W/cpu.$set.g$(echo $GROUPS_ | cut -d' ' -f1).1.json" "steadyocr cpu"
+    echo | tee -a "$S"
+  done
+fi
+
+if want conc; then
+  for set in $SETS; do
+    mkdir -p "$W/$set.x4"
+    for i in 1 2 3 4; do
+      for f in "$F/$set"/*.jpg "$F/$set"/*.png; do
+        [ -e "$f" ] && ln -sf "$f" "$W/$set.x4/$i.$(basename "$f")"
+      done
+    done
+  done
+  for round in $(seq 1 "$ROUNDS"); do
+    for set in $SETS; do
+      for c in $CONCS; do
+        tag=conc.$set.c$c.$round
+        STEADYOCR_WORKER_CONCURRENCY=$c timeout -k 5 200 $SO bench "$W/$set.x4" --models "$F/models" \
+          --backend cuda-fp16 --require-gpu --warmup 1 --repeat "$REPEAT" --json >"$W/$tag.json" 2>"$W/$tag.log"
+        python3 - "$W/$tag.json" "$tag" <<'PY' | tee -a "$S"
+import json, sys
+try:
+    r = json.load(open(sys.argv[1]))
+except Exception as e:
+    print(f"{sys.argv[2]}: no result ({e})"); sys.exit()
+st = r["stage_ms"]["total"]
+print(f"{sys.argv[2]}: {r['images']} images, {r['images_per_s']:.1f} images/s (best {r['images_per_s_best']:.1f}), "
+      f"host CPU {r.get('host_cpu_cores', 0):.1f} cores, p50 {st['median']:.1f} p99 {st['p99']:.1f} ms")
+PY
+      done
+    done
+  done
+fi
+
+if want peer; then
+  for set in $SETS; do device_torch_peer "$set"; done
+fi
+tar czf "$OUT/groups.tgz" -C /tmp groups 2>/dev/null
