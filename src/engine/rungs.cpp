@@ -13,6 +13,7 @@
 #include "engine/rung.h"
 #include "engine/wire.h"
 #include "pipeline/handler.h"
+#include "pipeline/pipeline.h"
 #include "pipeline/visualize.h"
 #include "runtime/vulkan_plugin.h"
 
@@ -237,15 +238,23 @@ int worker_watchdog_ms(const EngineOptions& options, const std::string& rung, bo
   if (options.job_timeout_ms > 0) return options.job_timeout_ms;
   return rung.rfind("vulkan", 0) == 0 && cpu_vulkan_device ? kCpuVulkanWatchdogMs : kWorkerWatchdogMs;
 }
+namespace {
+// The cpu pipeline's image groups on this machine (pipeline::host_groups_for): 1 below 8 threads.
+int cpu_groups(const EngineOptions& options) {
+  return pipeline::host_groups_for(options.pipeline, "cpu", num_threads());
+}
+}  // namespace
+
 int worker_in_flight(const EngineOptions& options, const std::string& rung) {
   if (options.worker_concurrency > 0) return options.worker_concurrency;
   // GPU rungs: one image per core (measured on the 16-core H200 host: 16 in flight beat 8 and 32).
-  return is_device_rung(rung) ? std::max(4, num_threads()) : 4;
+  return is_device_rung(rung) ? std::max(4, num_threads()) : std::max(4, cpu_groups(options));
 }
 int worker_jobs(const EngineOptions& options, const std::string& rung) {
   // A GPU worker's jobs spend most of their time waiting for the device or in short host stages: one thread per
-  // image in flight keeps the device's streams busy. A CPU worker's jobs each use every core.
-  return is_device_rung(rung) ? worker_in_flight(options, rung) : 2;
+  // image in flight keeps the device's streams busy. A CPU worker's jobs share the cores: two, or one per image
+  // group on many cores (each on its group's share of the threads, as the in-process pipeline's groups).
+  return is_device_rung(rung) ? worker_in_flight(options, rung) : std::max(2, cpu_groups(options));
 }
 int64_t gpu_mem_budget_mb(const EngineOptions& options, const std::string& rung) {
   if (options.gpu_mem_mb != kGpuMemAuto) return std::max<int64_t>(0, options.gpu_mem_mb);

@@ -15,6 +15,7 @@
 #include "engine/rung.h"
 #include "engine/wire.h"
 #include "pipeline/handler.h"
+#include "pipeline/pipeline.h"
 #include "pipeline/visualize.h"
 
 namespace steadyocr::engine {
@@ -51,8 +52,10 @@ int worker_main(const std::string& config_json) {
   set_num_threads(options.threads);
   cpu_share::set_enabled(options.share_cores);
   const int jobs = std::max(1, worker_jobs(options, rung));
+  // The cpu rung's jobs as image groups (many cores): each job's regions on its share of the threads.
+  const int groups = is_device_rung(rung) ? 1 : pipeline::host_groups_for(options.pipeline, "cpu", num_threads());
   // With many jobs at once each image is read on its own thread (SerialScope below): OpenCV's loops run inline too.
-  const int image_threads = pipeline::set_image_threads(jobs > 2 ? 1 : num_threads());
+  const int image_threads = pipeline::set_image_threads(jobs > 2 && groups <= 1 ? 1 : num_threads());
   if (options.log_json) log::set_json(true);
   log::set_gpu(options.gpu_label);  // with several GPUs, each line of this worker names its own
   if (!options.log_level.empty()) {
@@ -80,7 +83,12 @@ int worker_main(const std::string& config_json) {
   auto handler = [&](const Message& m) -> Result<Message> {
     // With many jobs at once, each reads its image on its own thread (no nested thread teams).
     std::optional<SerialScope> serial;
-    if (jobs > 2) serial.emplace();
+    std::optional<ThreadShareScope> share;
+    if (groups > 1) {
+      share.emplace(groups);
+    } else if (jobs > 2) {
+      serial.emplace();
+    }
     json h = json::parse(m.header, nullptr, false);
     pipeline::ImageRequest req{reinterpret_cast<const uint8_t*>(m.payload.data()),
                                m.payload.size(),

@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "core/metrics.h"
+#include "core/parallel.h"
 #include "engine/engine.h"
 #include "runtime/backend_registry.h"
 #include "test_util.h"
@@ -320,6 +321,21 @@ TEST(EngineWorkers, GpuRungsKeepManyImagesInFlight) {
   o.worker_concurrency = 3;
   EXPECT_EQ(worker_in_flight(o, "cuda-fp32"), 3);
   EXPECT_EQ(worker_in_flight(o, "cpu-worker"), 3);
+}
+
+TEST(EngineWorkers, CpuWorkerJobsFollowTheImageGroups) {
+  const int saved = num_threads();
+  set_num_threads(32);
+  EngineOptions o;  // 32 threads: 8 groups of 4
+  EXPECT_EQ(worker_jobs(o, "cpu-worker"), 8);
+  EXPECT_EQ(worker_in_flight(o, "cpu-worker"), 8);
+  o.pipeline.host_groups = 3;
+  EXPECT_EQ(worker_jobs(o, "cpu-worker"), 3);
+  EXPECT_EQ(worker_in_flight(o, "cpu-worker"), 4);
+  o.pipeline.host_groups = 1;
+  EXPECT_EQ(worker_jobs(o, "cpu-worker"), 2);  // two jobs sharing every core, as below 8 threads
+  EXPECT_EQ(worker_jobs(o, "cuda-fp16"), worker_in_flight(o, "cuda-fp16"));
+  set_num_threads(saved);
 }
 
 // The worker watchdog: 120 s by default; 600 s on a vulkan rung whose device is a CPU implementation (lavapipe is
