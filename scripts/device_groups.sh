@@ -6,10 +6,11 @@
 #           (scripts/compare_ocr_lines.py) and ocr_eval's figures.
 #   conc:   `bench` of each set four times over (under other names: the same shapes), cuda-fp16, with
 #           STEADYOCR_WORKER_CONCURRENCY each of CONCS, alternating over ROUNDS.
+#   trace:  the device's timeline (CUPTI) of a 16-in-flight bench of each set four times over (after conc).
 #   peer:   ref_ppocr.py --runner torch on each set (device_lib.sh).
 # Summary: $OUT/summary.txt; the runs' JSON and logs: $OUT/groups.tgz.
 #
-# Bundle: scripts/slim_bundle.py .devbundle build/steadyocr build/libsteadyocr_cuda13.so -- models \
+# Bundle: scripts/slim_bundle.py .devbundle build/steadyocr build/libsteadyocr_cuda13.so [build/libso_cupti_trace.so] -- models \
 #   ../shared/data/synth-dev ../shared/data/sroie-dev ../shared/tools/peers ../shared/tools/ocr_eval.py
 # Device (repo root, carry [".devbundle"]): STEPS="groups conc peer" IMAGE_GROUPS="1 2 4 8" CONCS="16 24 32" ROUNDS=2 \
 #   SETS="synth-dev sroie-dev" scripts/device_groups.sh
@@ -59,7 +60,7 @@ if want groups; then
   done
 fi
 
-if want conc; then
+if want conc || want trace; then
   for set in $SETS; do
     mkdir -p "$W/$set.x4"
     for i in 1 2 3 4; do
@@ -68,6 +69,8 @@ if want conc; then
       done
     done
   done
+fi
+if want conc; then
   for round in $(seq 1 "$ROUNDS"); do
     for set in $SETS; do
       for c in $CONCS; do
@@ -85,6 +88,23 @@ print(f"{sys.argv[2]}: {r['images']} images, {r['images_per_s']:.1f} images/s (b
       f"host CPU {r.get('host_cpu_cores', 0):.1f} cores, p50 {st['median']:.1f} p99 {st['p99']:.1f} ms")
 PY
       done
+    done
+  done
+fi
+
+if want trace; then
+  # The device's own timeline (bin/libso_cupti_trace.so in the bundle, loaded into the worker by the driver): the
+  # share of the last 2 s any kernel ran, kernels at once, the kernels and runtime calls by time; 16 in flight.
+  for set in $SETS; do
+    d="$W/trace.$set"
+    mkdir -p "$d"
+    STEADYOCR_WORKER_CONCURRENCY=16 SO_CUPTI_OUT="$d" SO_CUPTI_LAST_S=2 CUDA_INJECTION64_PATH="$B/bin/libso_cupti_trace.so" \
+      timeout -k 5 150 $SO bench "$W/$set.x4" --models "$F/models" --backend cuda-fp16 --require-gpu --warmup 1 \
+      --repeat "$REPEAT" --json >"$d/bench.json" 2>"$d/bench.log"
+    echo "== trace $set x4, 16 in flight: $(python3 -c "import json,sys; r=json.load(open(sys.argv[1])); \
+print(f\"{r['images_per_s']:.1f} images/s\")" "$d/bench.json" 2>&1 | tail -1)" | tee -a "$S"
+    for f in "$d"/cupti.*.txt; do
+      [ -s "$f" ] && head -60 "$f" | sed 's/^/   /' | tee -a "$S"
     done
   done
 fi
