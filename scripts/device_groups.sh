@@ -2,8 +2,9 @@
 # The GPU machine's host and GPU in one `device` call (issue 13): the cpu backend's image groups against the ONNX
 # Runtime reference pipeline on the host's cores, the CUDA rung's images in flight, and the PyTorch eager peer.
 #   groups: per set and round, ref_ppocr.py --runner ort once, then a cold `steadyocr ocr SET --backend cpu
-#           --image-groups G` for each G of GROUPS (wall time and the `ocr:` line); lines of each G against G=1
-#           (scripts/compare_ocr_lines.py) and ocr_eval's figures.
+#           --image-groups G` for each G of IMAGE_GROUPS ("auto": the default, no flag): wall time, peak resident
+#           memory and the `ocr:` line; lines of each G against the first (scripts/compare_ocr_lines.py) and
+#           ocr_eval's figures.
 #   conc:   `bench` of each set four times over (under other names: the same shapes), cuda-fp16, with
 #           STEADYOCR_WORKER_CONCURRENCY each of CONCS, alternating over ROUNDS.
 #   trace:  the device's timeline (CUPTI) of a 16-in-flight bench of each set four times over (after conc).
@@ -42,12 +43,18 @@ if want groups; then
       for g in $GROUPS_; do
         tag=cpu.$set.g$g.$round
         s0=$(date +%s.%N)
-        timeout 300 $SO ocr "$F/$set" --models "$F/models" --backend cpu --image-groups "$g" --format json \
-          -o "$W/$tag.json" >/dev/null 2>"$W/$tag.log"
+        gflag=(--image-groups "$g")
+        [ "$g" = auto ] && gflag=()
+        # The process's peak resident memory (its children's rusage, read by a Python parent).
+        python3 -c 'import resource, subprocess, sys
+rc = subprocess.run(sys.argv[2:]).returncode
+open(sys.argv[1], "w").write(f"{resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024:.0f}")
+sys.exit(rc)' "$W/$tag.rss" timeout 300 $B/env.sh $B/bin/steadyocr ocr "$F/$set" --models "$F/models" --backend cpu \
+          "${gflag[@]}" --format json -o "$W/$tag.json" >/dev/null 2>"$W/$tag.log"
         rc=$?
         s1=$(date +%s.%N)
-        echo "   groups $g: exit $rc, wall $(secs "$s0" "$s1") s, $(tr '\r' '\n' <"$W/$tag.log" | grep -E '^ocr: ' |
-          tail -1)" | tee -a "$S"
+        echo "   groups $g: exit $rc, wall $(secs "$s0" "$s1") s, peak RSS $(cat "$W/$tag.rss" 2>/dev/null) MB," \
+          "$(tr '\r' '\n' <"$W/$tag.log" | grep -E '^ocr: ' | tail -1)" | tee -a "$S"
         if [ "$g" != "$(echo $GROUPS_ | cut -d' ' -f1)" ] && [ "$round" = 1 ]; then
           python3 "$REPO/scripts/compare_ocr_lines.py" "$W/cpu.$set.g$(echo $GROUPS_ | cut -d' ' -f1).1.json" \
             "$W/$tag.json" "$F/$set" "groups $g against $(echo $GROUPS_ | cut -d' ' -f1)" 2>&1 | tail -1 |

@@ -67,7 +67,7 @@ void add_engine_flags(CLI::App* app, EngineArgs* args) {
       ->check(CLI::Range(1, 1024));
   app->add_option("--image-groups", args->image_groups,
                   "cpu backend: pictures read side by side in this many groups, each on its share of the threads "
-                  "(default: one group per 4 threads from 8 threads up, else 1; same results)")
+                  "(default: one per thread from 8 threads up, at most 16, else 1; same results)")
       ->check(CLI::Range(1, 1024));
   app->add_option("--drop-score", args->drop_score, "Drop lines read with a lower score")
       ->check(CLI::Range(0.0, 1.0))

@@ -62,7 +62,8 @@ struct PipelineOptions {
   int plan_instances = 4;  // kDevice: prepared instances per input shape (concurrent pictures)
   // kHost on the cpu backend: the pictures of one call run side by side in this many groups, each group's model runs
   // and image work on its share of the threads (parallel regions over one page's tensors scale poorly past a few
-  // cores). 0: one group per 4 threads from 8 threads up, else 1 (every stage of a picture on all threads). Load
+  // cores). 0: one group per thread from 8 threads up (at most 16), else 1 (every stage of a picture on all threads).
+  // Load
   // sets the value it resolved. Never changes results.
   int host_groups = 0;
   // Plans (input shapes) kept per model, least recently used dropped first; 0: 512 on kDevice (a plan holds no
@@ -103,8 +104,8 @@ struct PipelineOptions {
 };
 
 // The groups PipelineOptions::host_groups resolves to for `backend` with `threads` threads: 1 on a device's backend
-// (and on the host profile's other backends), the option when set (at most `threads`), else one per 4 threads from
-// 8 threads up.
+// (and on the host profile's other backends), the option when set (at most `threads`), else one per thread from 8
+// threads up, at most 16.
 int host_groups_for(const PipelineOptions& options, const std::string& backend, int threads);
 
 // One image's changes to the pipeline's options (a server request's options); unset fields keep the pipeline's.

@@ -326,9 +326,9 @@ TEST(EngineWorkers, GpuRungsKeepManyImagesInFlight) {
 TEST(EngineWorkers, CpuWorkerJobsFollowTheImageGroups) {
   const int saved = num_threads();
   set_num_threads(32);
-  EngineOptions o;  // 32 threads: 8 groups of 4
-  EXPECT_EQ(worker_jobs(o, "cpu-worker"), 8);
-  EXPECT_EQ(worker_in_flight(o, "cpu-worker"), 8);
+  EngineOptions o;  // 32 threads: 16 groups of 2
+  EXPECT_EQ(worker_jobs(o, "cpu-worker"), 16);
+  EXPECT_EQ(worker_in_flight(o, "cpu-worker"), 16);
   o.pipeline.host_groups = 3;
   EXPECT_EQ(worker_jobs(o, "cpu-worker"), 3);
   EXPECT_EQ(worker_in_flight(o, "cpu-worker"), 4);
