@@ -139,7 +139,7 @@ TEST(HostGroups, ResolvedForTheCpuBackendOnly) {
   EXPECT_EQ(host_groups_for(o, "cpu", 4), 1);
   EXPECT_EQ(host_groups_for(o, "cpu", 8), 8);  // one picture per thread
   EXPECT_EQ(host_groups_for(o, "cpu", 16), 16);
-  EXPECT_EQ(host_groups_for(o, "cpu", 64), 16);  // at most 16 (each group's plan instances hold activations)
+  EXPECT_EQ(host_groups_for(o, "cpu", 64), 16);       // at most 16 (each group's plan instances hold activations)
   EXPECT_EQ(host_groups_for(o, "cuda-fp16", 16), 1);  // the device's runs are not on the host's cores
   EXPECT_EQ(host_groups_for(o, "vulkan", 16), 1);
   EXPECT_EQ(host_groups_for(o, "reference", 16), 1);
