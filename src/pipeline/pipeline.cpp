@@ -46,7 +46,7 @@ int host_groups_for(const PipelineOptions& options, const std::string& backend, 
                     (options.execution == ExecutionProfile::kAuto && backend.rfind("cuda", 0) != 0);
   if (!host || backend != "cpu") return 1;  // a device's runs are not on the host's cores
   if (options.host_groups > 0) return std::min(options.host_groups, std::max(1, threads));
-  // One picture per thread: measured on a 16-core host, 16 groups read 1.8-7.5x the images/s of one group of 16
+  // One picture per thread: measured on a 16-core host, 16 groups read 1.9-7.5x the images/s of one group of 16
   // threads and 1.2-1.6x those of 8 groups of 2 (docs/BENCHMARKS.md); at most kMaxAutoHostGroups (each group's plan
   // instances hold their own activations, about 100 MB with PP-OCRv4 at --det-limit-side 960).
   return threads >= 8 ? std::min(threads, kMaxAutoHostGroups) : 1;
