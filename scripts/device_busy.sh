@@ -40,15 +40,7 @@ W=/tmp/busy
 device_begin device_busy "$W" "$OUT" "$CONC in flight"
 SO="$B/env.sh $B/bin/steadyocr"
 NEW=$B/bin/libsteadyocr_cuda13.so  # slim_bundle.py puts every binary it is given in bin/
-# A set four times over, under other names (the engine sees four times the images, of the same shapes): four SET DIR.
-four() {
-  mkdir -p "$2"
-  for i in 1 2 3 4; do
-    for f in "$F/$1"/*.jpg "$F/$1"/*.png; do
-      [ -e "$f" ] && ln -sf "$f" "$2/$i.$(basename "$f")"
-    done
-  done
-}
+four() { device_four "$@"; }
 four synth-dev "$W/synth4"
 echo "synth4: $(ls "$W/synth4" | wc -l) images; plugin $NEW" | tee -a "$S"
 [[ " $SETS " == *" sroie "* ]] && four sroie-dev "$W/sroie4"
@@ -61,19 +53,7 @@ one() {  # tag set conc [env...] [-- flags...]
   [ "${1:-}" = -- ] && shift && flags=("$@")
   env "${envs[@]}" STEADYOCR_WORKER_CONCURRENCY="$conc" timeout -k 5 150 ${RUN_SO:-$SO} bench "$set" --models "$F/models" \
     --backend cuda-fp16 --require-gpu --warmup 1 --repeat "$REPEAT" --json "${flags[@]}" >"$W/$tag.json" 2>"$W/$tag.log"
-  python3 - "$W/$tag.json" "$tag" <<'PY' | tee -a "$S"
-import json, sys
-try:
-    r = json.load(open(sys.argv[1]))
-except Exception as e:
-    print(f"{sys.argv[2]}: no result ({e})"); sys.exit()
-st = r["stage_ms"]["total"]
-print(f"{sys.argv[2]}: {r['images']} images, {r['images_per_s']:.1f} images/s (best {r['images_per_s_best']:.1f}), "
-      f"host CPU {r.get('host_cpu_cores', 0):.1f} cores, p50 {st['median']:.1f} p99 {st['p99']:.1f} ms, "
-      f"first pass +{r.get('new_shape_ms_per_image', 0):.1f} ms/image")
-med = {k: v["median"] for k, v in r["stage_ms"].items() if isinstance(v, dict) and "median" in v and k != "total"}
-print("  stage medians, ms: " + ", ".join(f"{k} {v:.2f}" for k, v in med.items()))
-PY
+  device_bench_line "$W/$tag.json" "$tag"
 }
 
 # What variant $1 runs: e (environment), RUN_SO (the steadyocr command; empty: the bundle's), vflags (its flags).

@@ -68,14 +68,7 @@ sys.exit(rc)' "$W/$tag.rss" timeout 300 $B/env.sh $B/bin/steadyocr ocr "$F/$set"
 fi
 
 if want conc || want trace; then
-  for set in $SETS; do
-    mkdir -p "$W/$set.x4"
-    for i in 1 2 3 4; do
-      for f in "$F/$set"/*.jpg "$F/$set"/*.png; do
-        [ -e "$f" ] && ln -sf "$f" "$W/$set.x4/$i.$(basename "$f")"
-      done
-    done
-  done
+  for set in $SETS; do device_four "$set" "$W/$set.x4"; done
 fi
 if want conc; then
   for round in $(seq 1 "$ROUNDS"); do
@@ -84,16 +77,7 @@ if want conc; then
         tag=conc.$set.c$c.$round
         STEADYOCR_WORKER_CONCURRENCY=$c timeout -k 5 200 $SO bench "$W/$set.x4" --models "$F/models" \
           --backend cuda-fp16 --require-gpu --warmup 1 --repeat "$REPEAT" --json >"$W/$tag.json" 2>"$W/$tag.log"
-        python3 - "$W/$tag.json" "$tag" <<'PY' | tee -a "$S"
-import json, sys
-try:
-    r = json.load(open(sys.argv[1]))
-except Exception as e:
-    print(f"{sys.argv[2]}: no result ({e})"); sys.exit()
-st = r["stage_ms"]["total"]
-print(f"{sys.argv[2]}: {r['images']} images, {r['images_per_s']:.1f} images/s (best {r['images_per_s_best']:.1f}), "
-      f"host CPU {r.get('host_cpu_cores', 0):.1f} cores, p50 {st['median']:.1f} p99 {st['p99']:.1f} ms")
-PY
+        device_bench_line "$W/$tag.json" "$tag"
       done
     done
   done

@@ -427,8 +427,7 @@ int run_bench(const BenchArgs& a) {
   r["warmup"] = a.warmup;
   r["passes"] = a.repeat;
   r["threads"] = num_threads();
-  r["image_groups"] =
-      pipeline::host_groups_for(options->pipeline, engine::backend_of_rung(engine.current_rung()), num_threads());
+  r["image_groups"] = pipeline::host_groups_here(options->pipeline, engine::backend_of_rung(engine.current_rung()));
   r["chunk_images"] = a.chunk > 0 ? std::min<size_t>(a.chunk, index.size()) : index.size();
   r["rung"] = engine.current_rung();
   r["backend"] = engine::backend_of_rung(engine.current_rung());

@@ -255,7 +255,7 @@ int run_ocr(const OcrArgs& a) {
   const double secs = wall.elapsed_ms() / 1000.0;
   if (!a.quiet) {
     const std::string rung = engine.current_rung();
-    const int groups = pipeline::host_groups_for(options->pipeline, engine::backend_of_rung(rung), num_threads());
+    const int groups = pipeline::host_groups_here(options->pipeline, engine::backend_of_rung(rung));
     std::fprintf(stderr, "ocr: %zu images, %zu failed, %.2f s, %.2f images/s, backend %s, %d threads%s\n",
                  outcomes.size(), failed, secs, secs > 0 ? outcomes.size() / secs : 0.0, rung.c_str(), num_threads(),
                  groups > 1 ? fmt::format(" in {} image groups", groups).c_str() : "");

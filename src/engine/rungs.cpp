@@ -239,9 +239,9 @@ int worker_watchdog_ms(const EngineOptions& options, const std::string& rung, bo
   return rung.rfind("vulkan", 0) == 0 && cpu_vulkan_device ? kCpuVulkanWatchdogMs : kWorkerWatchdogMs;
 }
 namespace {
-// The cpu pipeline's image groups on this machine (pipeline::host_groups_for): 1 below 8 threads.
+// The cpu pipeline's image groups on this machine (pipeline::host_groups_here): 1 below 8 threads.
 int cpu_groups(const EngineOptions& options) {
-  return pipeline::host_groups_for(options.pipeline, "cpu", num_threads());
+  return pipeline::host_groups_here(options.pipeline, "cpu");
 }
 }  // namespace
 

@@ -53,7 +53,7 @@ int worker_main(const std::string& config_json) {
   cpu_share::set_enabled(options.share_cores);
   const int jobs = std::max(1, worker_jobs(options, rung));
   // The cpu rung's jobs as image groups (many cores): each job's regions on its share of the threads.
-  const int groups = is_device_rung(rung) ? 1 : pipeline::host_groups_for(options.pipeline, "cpu", num_threads());
+  const int groups = is_device_rung(rung) ? 1 : pipeline::host_groups_here(options.pipeline, "cpu");
   // With many jobs at once each image is read on its own thread (SerialScope below): OpenCV's loops run inline too.
   const int image_threads = pipeline::set_image_threads(jobs > 2 && groups <= 1 ? 1 : num_threads());
   if (options.log_json) log::set_json(true);

@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/host_memory.h"
 #include "core/log.h"
 #include "core/parallel.h"
 #include "core/timer.h"
@@ -39,9 +40,10 @@ ModelPaths model_paths_in(const std::string& dir) {
 
 namespace {
 constexpr int kMaxAutoHostGroups = 16;
+constexpr int64_t kHostGroupBytes = int64_t{256} << 20;  // available memory asked per automatic group
 }  // namespace
 
-int host_groups_for(const PipelineOptions& options, const std::string& backend, int threads) {
+int host_groups_for(const PipelineOptions& options, const std::string& backend, int threads, int64_t memory_bytes) {
   const bool host = options.execution == ExecutionProfile::kHost ||
                     (options.execution == ExecutionProfile::kAuto && backend.rfind("cuda", 0) != 0);
   if (!host || backend != "cpu") return 1;  // a device's runs are not on the host's cores
@@ -49,7 +51,14 @@ int host_groups_for(const PipelineOptions& options, const std::string& backend, 
   // One picture per thread: measured on a 16-core host, 16 groups read 1.9-7.5x the images/s of one group of 16
   // threads and 1.2-1.6x those of 8 groups of 2 (docs/BENCHMARKS.md); at most kMaxAutoHostGroups (each group's plan
   // instances hold their own activations, about 100 MB with PP-OCRv4 at --det-limit-side 960).
-  return threads >= 8 ? std::min(threads, kMaxAutoHostGroups) : 1;
+  if (threads < 8) return 1;
+  const int by_memory =
+      memory_bytes < 0 ? kMaxAutoHostGroups : static_cast<int>(std::max<int64_t>(1, memory_bytes / kHostGroupBytes));
+  return std::min({threads, kMaxAutoHostGroups, by_memory});
+}
+
+int host_groups_here(const PipelineOptions& options, const std::string& backend) {
+  return host_groups_for(options, backend, num_threads(), host_memory::available_bytes());
 }
 
 namespace {
@@ -105,7 +114,14 @@ Result<std::unique_ptr<Pipeline>> Pipeline::load(const ModelPaths& paths, std::s
     // Plans hold no device memory of their own (runs lease arenas): every shape a set repeats skips planning.
     model_options.max_cached_shapes = 512;
   }
-  opts.host_groups = host_groups_for(opts, backend->name(), num_threads());
+  const int64_t memory = host_memory::available_bytes();
+  opts.host_groups = host_groups_for(opts, backend->name(), num_threads(), memory);
+  if (const int uncapped = host_groups_for(options, backend->name(), num_threads()); opts.host_groups < uncapped) {
+    log::info("pipeline",
+              "{} image groups, not {}: {:.0f} MiB of memory available, 256 MiB asked per group (--image-groups sets "
+              "the count)",
+              opts.host_groups, uncapped, memory / 1048576.0);
+  }
   if (opts.host_groups > 1) model_options.max_replicas = opts.host_groups;  // one plan instance per group
   if (opts.plan_cache > 0) model_options.max_cached_shapes = static_cast<size_t>(opts.plan_cache);
   std::map<std::string, std::shared_ptr<runtime::Model>> raw;

@@ -103,10 +103,13 @@ struct PipelineOptions {
   } batching;
 };
 
-// The groups PipelineOptions::host_groups resolves to for `backend` with `threads` threads: 1 on a device's backend
-// (and on the host profile's other backends), the option when set (at most `threads`), else one per thread from 8
-// threads up, at most 16.
-int host_groups_for(const PipelineOptions& options, const std::string& backend, int threads);
+// The groups PipelineOptions::host_groups resolves to for `backend` with `threads` threads and `memory_bytes` of
+// memory available (-1: unknown): 1 on a device's backend (and on the host profile's other backends), the option when
+// set (at most `threads`), else one per thread from 8 threads up, at most 16 and at most one per 256 MiB available
+// (each group's runs hold their own activations, about 100 MB at the default detector side).
+int host_groups_for(const PipelineOptions& options, const std::string& backend, int threads, int64_t memory_bytes = -1);
+// host_groups_for with this process's threads (num_threads()) and available memory (core/host_memory.h).
+int host_groups_here(const PipelineOptions& options, const std::string& backend);
 
 // One image's changes to the pipeline's options (a server request's options); unset fields keep the pipeline's.
 // Only what needs no other models or plans: the mode (its models must be loaded), the classifier (loaded, see

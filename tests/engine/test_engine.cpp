@@ -11,9 +11,11 @@
 #include <set>
 #include <thread>
 
+#include "core/host_memory.h"
 #include "core/metrics.h"
 #include "core/parallel.h"
 #include "engine/engine.h"
+#include "pipeline/pipeline.h"
 #include "runtime/backend_registry.h"
 #include "test_util.h"
 
@@ -326,9 +328,11 @@ TEST(EngineWorkers, GpuRungsKeepManyImagesInFlight) {
 TEST(EngineWorkers, CpuWorkerJobsFollowTheImageGroups) {
   const int saved = num_threads();
   set_num_threads(32);
-  EngineOptions o;  // 32 threads: 16 groups of 2
-  EXPECT_EQ(worker_jobs(o, "cpu-worker"), 16);
-  EXPECT_EQ(worker_in_flight(o, "cpu-worker"), 16);
+  EngineOptions o;  // 32 threads: 16 groups of 2, fewer where this machine has under 4 GiB available
+  const int groups = pipeline::host_groups_here(o.pipeline, "cpu");
+  EXPECT_EQ(groups, pipeline::host_groups_for(o.pipeline, "cpu", 32, host_memory::available_bytes()));
+  EXPECT_EQ(worker_jobs(o, "cpu-worker"), std::max(2, groups));
+  EXPECT_EQ(worker_in_flight(o, "cpu-worker"), std::max(4, groups));
   o.pipeline.host_groups = 3;
   EXPECT_EQ(worker_jobs(o, "cpu-worker"), 3);
   EXPECT_EQ(worker_in_flight(o, "cpu-worker"), 4);

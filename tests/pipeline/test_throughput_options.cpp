@@ -95,6 +95,18 @@ std::string docs_dir() {
   return testing::source_dir() + "/tests/data/ocr/docs";
 }
 
+// The two committed documents these tests read, each `copies` times in a row (empty when one does not load).
+std::vector<cv::Mat> two_pages(int copies = 1) {
+  std::vector<cv::Mat> pages;
+  for (const char* name : {"s31_doc_0000.jpg", "s32r4_doc_0002.jpg"}) {
+    auto img = load_image(docs_dir() + "/" + name);
+    EXPECT_TRUE(img.is_ok()) << img.status().to_string();
+    if (!img.is_ok()) return {};
+    for (int i = 0; i < copies; ++i) pages.push_back(img->bgr);
+  }
+  return pages;
+}
+
 // The device profile (pictures in parallel, merged recognition batches, generic passes) on the CPU backend reads the
 // committed documents exactly as the host profile does: it changes where work runs, never the result. So do its
 // recognition calls with their rows padded to a multiple of 6 (the default before 2026-12-06: blank rows change
@@ -103,12 +115,8 @@ TEST(ExecutionProfile, DeviceProfileReadsLikeTheHostProfile) {
   SO_REQUIRE_MODELS();
   auto backend = runtime::create_backend(runtime::available_backends().front());
   ASSERT_TRUE(backend.is_ok()) << backend.status().to_string();
-  std::vector<cv::Mat> pages;
-  for (const char* name : {"s31_doc_0000.jpg", "s32r4_doc_0002.jpg"}) {
-    auto img = load_image(docs_dir() + "/" + name);
-    ASSERT_TRUE(img.is_ok()) << img.status().to_string();
-    pages.push_back(img->bgr);
-  }
+  const std::vector<cv::Mat> pages = two_pages();
+  ASSERT_EQ(pages.size(), 2u);
   std::vector<std::vector<std::string>> seen;
   for (int pad : {-1, -1, 6}) {
     PipelineOptions o;
@@ -139,13 +147,19 @@ TEST(HostGroups, ResolvedForTheCpuBackendOnly) {
   EXPECT_EQ(host_groups_for(o, "cpu", 4), 1);
   EXPECT_EQ(host_groups_for(o, "cpu", 8), 8);  // one picture per thread
   EXPECT_EQ(host_groups_for(o, "cpu", 16), 16);
-  EXPECT_EQ(host_groups_for(o, "cpu", 64), 16);       // at most 16 (each group's plan instances hold activations)
+  EXPECT_EQ(host_groups_for(o, "cpu", 64), 16);  // at most 16 (each group's plan instances hold activations)
+  // At most one per 256 MiB of memory available (a container's limit included), at least one.
+  EXPECT_EQ(host_groups_for(o, "cpu", 16, int64_t{8} << 30), 16);
+  EXPECT_EQ(host_groups_for(o, "cpu", 16, int64_t{1} << 30), 4);
+  EXPECT_EQ(host_groups_for(o, "cpu", 16, int64_t{100} << 20), 1);
+  EXPECT_EQ(host_groups_for(o, "cpu", 4, int64_t{1} << 30), 1);
   EXPECT_EQ(host_groups_for(o, "cuda-fp16", 16), 1);  // the device's runs are not on the host's cores
   EXPECT_EQ(host_groups_for(o, "vulkan", 16), 1);
   EXPECT_EQ(host_groups_for(o, "reference", 16), 1);
   o.host_groups = 3;
   EXPECT_EQ(host_groups_for(o, "cpu", 16), 3);
-  EXPECT_EQ(host_groups_for(o, "cpu", 2), 2);  // never more groups than threads
+  EXPECT_EQ(host_groups_for(o, "cpu", 16, int64_t{256} << 20), 3);  // the user's count stands
+  EXPECT_EQ(host_groups_for(o, "cpu", 2), 2);                       // never more groups than threads
   EXPECT_EQ(host_groups_for(o, "cuda-fp32", 16), 1);
   o.execution = ExecutionProfile::kDevice;
   EXPECT_EQ(host_groups_for(o, "cpu", 16), 1);
@@ -157,13 +171,8 @@ TEST(HostGroups, PicturesSideBySideReadAsInOneGroup) {
   SO_REQUIRE_MODELS();
   auto backend = runtime::create_backend("cpu");
   if (!backend.is_ok()) GTEST_SKIP() << "the cpu backend is not in this build";
-  std::vector<cv::Mat> pages;
-  for (const char* name : {"s31_doc_0000.jpg", "s32r4_doc_0002.jpg"}) {
-    auto img = load_image(docs_dir() + "/" + name);
-    ASSERT_TRUE(img.is_ok()) << img.status().to_string();
-    pages.push_back(img->bgr);
-    pages.push_back(img->bgr);
-  }
+  const std::vector<cv::Mat> pages = two_pages(2);
+  ASSERT_EQ(pages.size(), 4u);
   const int saved = num_threads();
   set_num_threads(2);
   std::vector<std::vector<std::string>> seen;
@@ -367,12 +376,8 @@ TEST(BatchingAcrossCallers, EveryPictureReadsAsAlone) {
   SO_REQUIRE_MODELS();
   auto backend = runtime::create_backend("cpu");
   if (!backend.is_ok()) GTEST_SKIP() << "the cpu backend is not in this build";
-  std::vector<cv::Mat> pages;
-  for (const char* name : {"s31_doc_0000.jpg", "s32r4_doc_0002.jpg"}) {
-    auto img = load_image(docs_dir() + "/" + name);
-    ASSERT_TRUE(img.is_ok()) << img.status().to_string();
-    pages.push_back(img->bgr);
-  }
+  const std::vector<cv::Mat> pages = two_pages();
+  ASSERT_EQ(pages.size(), 2u);
   PipelineOptions alone_options;
   alone_options.batching.enabled = false;
   auto alone = Pipeline::load(model_paths_in(testing::models_dir()), *backend, alone_options);
