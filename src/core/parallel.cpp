@@ -11,13 +11,16 @@ namespace steadyocr {
 namespace {
 std::atomic<int> g_threads{0};
 thread_local bool t_serial = false;
-thread_local int t_groups = 1;  // ThreadShareScope
+thread_local int t_groups = 1;        // ThreadShareScope
+std::atomic<int> g_group_threads{0};  // threads inside a ThreadShareScope now, over all calls
 }  // namespace
 
 ThreadShareScope::ThreadShareScope(int groups) : previous_(t_groups) {
   t_groups = std::max(1, groups);
+  ++g_group_threads;
 }
 ThreadShareScope::~ThreadShareScope() {
+  --g_group_threads;
   t_groups = previous_;
 }
 
@@ -42,7 +45,10 @@ int num_threads() {
 
 int threads_now() {
   const int n = cpu_share::threads_now(num_threads());
-  return t_groups > 1 ? std::max(1, n / t_groups) : n;
+  if (t_groups <= 1) return n;
+  // The group's share, smaller while other calls' groups run too (a server's concurrent calls): every group thread
+  // alive counts, so that the teams together stay within the threads.
+  return std::max(1, n / std::max(t_groups, g_group_threads.load(std::memory_order_relaxed)));
 }
 
 int threads_for_run(int concurrent_runs) {

@@ -29,7 +29,8 @@ class SerialScope {
 
 // While alive, this thread's parallel regions take a 1/`groups` share of threads_now(): for `groups` threads that
 // each run whole pictures side by side (the cpu pipeline's image groups on many cores), each leading its own OpenMP
-// team. A run's share is then fixed by its group, not divided again by the runs in progress (threads_for_run).
+// team. When more group threads are alive at once (several calls each with its groups), the share is 1/(all of them).
+// A run's share is then fixed by its group, not divided again by the runs in progress (threads_for_run).
 class ThreadShareScope {
  public:
   explicit ThreadShareScope(int groups);

@@ -8,6 +8,7 @@
 #include <mutex>
 #include <set>
 #include <thread>
+#include <vector>
 
 #include "core/cpu_share.h"
 #include "core/parallel.h"
@@ -80,6 +81,27 @@ TEST(ThreadShareScope, EachGroupTakesItsShareAndRunsAreNotDividedAgain) {
     }
   }
   EXPECT_EQ(threads_now(), 8);
+  // Two calls at once, each with two groups: four group threads alive share the 8 threads, 2 each (not 4).
+  constexpr int kThreads = 4;
+  std::atomic<int> entered{0}, left{0};
+  std::vector<int> seen(kThreads, 0);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kThreads; ++i) {
+    threads.emplace_back([&, i] {
+      ThreadShareScope share(2);
+      ++entered;
+      while (entered.load() < kThreads) std::this_thread::yield();
+      seen[i] = threads_now();
+      ++left;
+      while (left.load() < kThreads) std::this_thread::yield();  // all still alive while each reads
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(seen, std::vector<int>(kThreads, 2));
+  {
+    ThreadShareScope share(2);  // alone again: its own call's share
+    EXPECT_EQ(threads_now(), 4);
+  }
   set_num_threads(saved);
   cpu_share::set_enabled(true);
 }
