@@ -355,6 +355,8 @@ int run_bench(const BenchArgs& a) {
     return is_usage_error(engine_or.status()) ? kExitUsage : kExitFailed;
   }
   OcrEngine& engine = **engine_or;
+  // The cpu backend's image groups as its load worked them out (the memory available then, not after the passes).
+  const int cpu_groups = pipeline::host_groups_here(options->pipeline, "cpu");
   std::vector<size_t> index;  // file index of each image benchmarked
   // A pass goes to the engine as one call by default: the engine keeps its images in flight from the first image to
   // the last, as a server under steady load does. --chunk N sends calls of N images, each waiting for its slowest
@@ -427,7 +429,7 @@ int run_bench(const BenchArgs& a) {
   r["warmup"] = a.warmup;
   r["passes"] = a.repeat;
   r["threads"] = num_threads();
-  r["image_groups"] = pipeline::host_groups_here(options->pipeline, engine::backend_of_rung(engine.current_rung()));
+  r["image_groups"] = engine::backend_of_rung(engine.current_rung()) == "cpu" ? cpu_groups : 1;
   r["chunk_images"] = a.chunk > 0 ? std::min<size_t>(a.chunk, index.size()) : index.size();
   r["rung"] = engine.current_rung();
   r["backend"] = engine::backend_of_rung(engine.current_rung());

@@ -135,6 +135,8 @@ int run_ocr(const OcrArgs& a) {
     return is_usage_error(engine_or.status()) ? kExitUsage : kExitFailed;
   }
   OcrEngine& engine = **engine_or;
+  // The cpu backend's image groups as its load worked them out (the memory available then, not after the run).
+  const int cpu_groups = pipeline::host_groups_here(options->pipeline, "cpu");
 
   const std::vector<std::string> names = output_names(files);
   std::vector<ImageOutcome> outcomes;
@@ -255,7 +257,7 @@ int run_ocr(const OcrArgs& a) {
   const double secs = wall.elapsed_ms() / 1000.0;
   if (!a.quiet) {
     const std::string rung = engine.current_rung();
-    const int groups = pipeline::host_groups_here(options->pipeline, engine::backend_of_rung(rung));
+    const int groups = engine::backend_of_rung(rung) == "cpu" ? cpu_groups : 1;
     std::fprintf(stderr, "ocr: %zu images, %zu failed, %.2f s, %.2f images/s, backend %s, %d threads%s\n",
                  outcomes.size(), failed, secs, secs > 0 ? outcomes.size() / secs : 0.0, rung.c_str(), num_threads(),
                  groups > 1 ? fmt::format(" in {} image groups", groups).c_str() : "");

@@ -93,7 +93,10 @@ class InProcessRung : public Rung {
 class WorkerRung : public Rung {
  public:
   WorkerRung(std::string name, const EngineOptions& options, bool top)
-      : Rung(std::move(name)), options_(options), top_(top) {}
+      : Rung(std::move(name)),
+        options_(options),
+        top_(top),
+        width_(std::max(1, worker_in_flight(options_, this->name()))) {}
   ~WorkerRung() override { stop(); }
 
   Status start() override {
@@ -154,7 +157,7 @@ class WorkerRung : public Rung {
       for (auto& o : out) o.status = unavailable("rung " + name() + " is not started");
       return out;
     }
-    const int width = std::max(1, worker_in_flight(options_, name()));
+    const int width = width_;  // as the worker's jobs, worked out once (the cpu rung's reads the memory available)
     std::atomic<size_t> next{0};
     auto work = [&] {
       for (size_t i; (i = next++) < jobs.size();) {
@@ -221,6 +224,7 @@ class WorkerRung : public Rung {
   bool top_;
   mutable std::mutex mu_;
   std::unique_ptr<Supervisor> supervisor_;
+  int width_;  // images sent to the worker at once
 };
 
 }  // namespace

@@ -58,7 +58,10 @@ int host_groups_for(const PipelineOptions& options, const std::string& backend, 
 }
 
 int host_groups_here(const PipelineOptions& options, const std::string& backend) {
-  return host_groups_for(options, backend, num_threads(), host_memory::available_bytes());
+  const int threads = num_threads();
+  // The memory files are read only where they can lower the count (the automatic one on 8 threads or more).
+  const bool needs_memory = options.host_groups == 0 && threads >= 8;
+  return host_groups_for(options, backend, threads, needs_memory ? host_memory::available_bytes() : -1);
 }
 
 namespace {
@@ -370,31 +373,24 @@ std::vector<Result<OcrResult>> Pipeline::run_many(const std::vector<cv::Mat>& im
       work[i].status = invalid_argument("the pipeline takes 8-bit BGR pictures (got an empty or other-type image)");
     }
   }
+  auto whole_picture = [&](Work& w) {  // every stage of one picture, on the calling thread
+    if (w.status.is_ok() && w.opts.mode != OcrMode::kRecOnly) {
+      w.status = detect(w);
+      if (w.status.is_ok()) post_process(w);
+    }
+    if (w.status.is_ok()) w.status = read_lines(w);
+  };
   if (options_.execution == ExecutionProfile::kDevice) {
     // Each thread takes whole pictures: one picture's host stages overlap others' model runs, which go to separate
     // prepared instances (streams) of the device.
-    parallel_for_each(static_cast<int64_t>(work.size()), [&](int64_t i) {
-      Work& w = work[i];
-      if (w.status.is_ok() && w.opts.mode != OcrMode::kRecOnly) {
-        w.status = detect(w);
-        if (w.status.is_ok()) post_process(w);
-      }
-      if (w.status.is_ok()) w.status = read_lines(w);
-    });
+    parallel_for_each(static_cast<int64_t>(work.size()), [&](int64_t i) { whole_picture(work[i]); });
   } else if (const int groups = std::min<int>(options_.host_groups, static_cast<int>(work.size())); groups > 1) {
     // Many cores: the pictures side by side in groups, each group's regions on its share of the threads and its own
     // plan instances (models load with max_replicas = host_groups).
     std::atomic<size_t> next{0};
     auto group = [&] {
       ThreadShareScope share(groups);
-      for (size_t i; (i = next++) < work.size();) {
-        Work& w = work[i];
-        if (w.status.is_ok() && w.opts.mode != OcrMode::kRecOnly) {
-          w.status = detect(w);
-          if (w.status.is_ok()) post_process(w);
-        }
-        if (w.status.is_ok()) w.status = read_lines(w);
-      }
+      for (size_t i; (i = next++) < work.size();) whole_picture(work[i]);
     };
     // All groups on threads of their own: a run sets its thread's OpenMP team size, which the caller keeps.
     std::vector<std::thread> threads;
