@@ -9,6 +9,12 @@
 #           STEADYOCR_WORKER_CONCURRENCY each of CONCS, alternating over ROUNDS.
 #   trace:  the device's timeline (CUPTI) of a 16-in-flight bench of each set four times over (after conc).
 #   peer:   ref_ppocr.py --runner torch on each set (device_lib.sh).
+#   tests:  test_backends --gtest_filter=$TESTS (the bundle's bin/test_backends), summary and failures.
+#   env:    `bench` of each set four times over, cuda-fp16, 16 in flight, once per ENV_VARIANTS entry and round
+#           (order reversed every other round), each entry NAME or NAME:VAR=VALUE[,VAR=VALUE...] setting the worker's
+#           environment (e.g. "g1:STEADYOCR_CUDA_GRAPH_ARENAS=1 g4 conn32:CUDA_DEVICE_MAX_CONNECTIONS=32"); the line
+#           adds the device memory the process used at the end.
+#   lines:  cold `ocr` of each set with the first two ENV_VARIANTS, compared line by line.
 # Summary: $OUT/summary.txt; the runs' JSON and logs: $OUT/groups.tgz.
 #
 # Bundle: scripts/slim_bundle.py .devbundle build/steadyocr build/libsteadyocr_cuda13.so [build/libso_cupti_trace.so] -- models \
@@ -97,6 +103,62 @@ print(f\"{r['images_per_s']:.1f} images/s\")" "$d/bench.json" 2>&1 | tail -1)" |
     for f in "$d"/cupti.*.txt; do
       [ -s "$f" ] && head -60 "$f" | sed 's/^/   /' | tee -a "$S"
     done
+  done
+fi
+
+# Runs "$@" with the environment of ENV_VARIANTS entry $1 (NAME or NAME:VAR=VALUE,...), the entry's name dropped.
+with_variant() {
+  local spec=$1 kv
+  shift
+  local -a envs=()
+  if [[ "$spec" == *:* ]]; then
+    IFS=, read -ra kv <<<"${spec#*:}"
+    envs=("${kv[@]}")
+  fi
+  env "${envs[@]}" "$@"
+}
+
+if want tests; then
+  (cd "$B" && STEADYOCR_MODELS=$F/models STEADYOCR_SHARED_DATA=$F STEADYOCR_TEST_DATA=$REPO/tests/data \
+    timeout 300 ./env.sh bin/test_backends --gtest_filter="${TESTS:-CudaRuntime.*:ArenaGraphs.*}") >"$W/tests.log" 2>&1
+  echo "== tests (${TESTS:-CudaRuntime.*:ArenaGraphs.*}): exit $?; $(grep -E '^\[  (PASSED|FAILED|SKIPPED) +\] [0-9]+ tests?|tests? from .* ran' \
+    "$W/tests.log" | tr '\n' ' ')" | tee -a "$S"
+  grep -E '^\[  FAILED  \]|GraphsReplay|GraphReplay' "$W/tests.log" | head -20 | tee -a "$S"
+fi
+
+if want env || want lines; then
+  for set in $SETS; do [ -d "$W/$set.x4" ] || device_four "$set" "$W/$set.x4"; done
+fi
+if want env; then
+  for round in $(seq 1 "$ROUNDS"); do
+    order=$ENV_VARIANTS
+    [ $((round % 2)) = 0 ] && order=$(echo $ENV_VARIANTS | tr ' ' '\n' | tac | tr '\n' ' ')
+    for set in $SETS; do
+      for v in $order; do
+        tag=env.$set.${v%%:*}.$round
+        with_variant "$v" env STEADYOCR_WORKER_CONCURRENCY=${CONC:-16} timeout -k 5 200 $SO bench "$W/$set.x4" \
+          --models "$F/models" --backend cuda-fp16 --require-gpu --warmup 1 --repeat "$REPEAT" --json \
+          >"$W/$tag.json" 2>"$W/$tag.log"
+        device_bench_line "$W/$tag.json" "$tag"
+        python3 -c "import json,sys; r=json.load(open(sys.argv[1])); m=r.get('gpu_memory',{}).get('end',{}); \
+t=r['time_table_ms']['rec']; print(f\"  device used {m.get('device_used',0):.0f} MiB (at start {m.get('device_used_at_start',0):.0f}); \
+rec per image: acquire {t['acquire']:.2f}, compute {t['compute']:.2f}, sync {t['sync']:.2f}, run {t['run']:.2f} ms\")" \
+          "$W/$tag.json" 2>/dev/null | tee -a "$S"
+      done
+    done
+  done
+fi
+if want lines; then
+  set -- $ENV_VARIANTS
+  for set in $SETS; do
+    for v in "$1" "$2"; do
+      with_variant "$v" timeout -k 5 200 $SO ocr "$F/$set" --models "$F/models" --backend cuda-fp16 --require-gpu \
+        --format json -o "$W/lines.$set.${v%%:*}.json" >/dev/null 2>"$W/lines.$set.${v%%:*}.log"
+    done
+    python3 "$REPO/scripts/compare_ocr_lines.py" "$W/lines.$set.${1%%:*}.json" "$W/lines.$set.${2%%:*}.json" "$F/$set" \
+      "$set: ${2%%:*} against ${1%%:*}" 2>&1 | tail -1 | tee -a "$S"
+    device_ocr_eval "$set" "$W/lines.$set.${2%%:*}.json" "${2%%:*}"
+    echo | tee -a "$S"
   done
 fi
 

@@ -298,6 +298,7 @@ cuda::BackendConfig cuda_environment_overrides() {
   }
   c.profile_ops = count("STEADYOCR_CUDA_PROFILE_OPS", c.profile_ops, 0, 1 << 30);
   c.cudnn_handles = count("STEADYOCR_CUDA_CUDNN_HANDLES", c.cudnn_handles, 1, 256);
+  c.graph_arenas = count("STEADYOCR_CUDA_GRAPH_ARENAS", c.graph_arenas, 1, 64);
   if (const char* f = std::getenv("STEADYOCR_CUDA_FAULT")) c.fault_spec = f;
   if (const char* w = std::getenv("STEADYOCR_CUDA_SYNC"); w && !cuda::parse_sync_wait(w, &c.sync_wait)) {
     log::warn("cuda", "STEADYOCR_CUDA_SYNC={} is not one of auto, spin, block; using auto", w);

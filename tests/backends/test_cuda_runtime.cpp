@@ -361,6 +361,57 @@ TEST(CudaRuntime, GraphReplayGivesTheEagerResult) {
   EXPECT_EQ(metrics::total("steadyocr_cuda_graphs_captured_total"), captured + 1);
 }
 
+// Two plans of one shape run side by side, round after round, so that each meets both activation arenas: each keeps
+// a CUDA graph per arena (BackendConfig::graph_arenas, 4 by default), so after its first (eager) run every run
+// replays, whichever arena it gets, and each replay gives the eager result. With one graph per plan (the layout
+// before) the plans went eager whenever they swapped arenas.
+TEST(CudaRuntime, GraphsReplayOnEveryArenaAPlanRanOn) {
+  SO_REQUIRE_MODELS();
+  SO_CUDA_BACKEND_OR_SKIP(backend, "cuda-fp32");
+  auto g = optimized_model(kDetModel, {1, 3, 160, 224});
+  ASSERT_TRUE(g.is_ok());
+  auto p1 = backend->prepare(*g);
+  auto p2 = backend->prepare(*g);
+  ASSERT_TRUE(p1.is_ok() && p2.is_ok());
+  const Tensor x = random_tensor({1, 3, 160, 224}, 9);
+  std::vector<Tensor> expected;
+  {
+    // The reference: a third plan's first run, which is eager.
+    auto p0 = backend->prepare(*g);
+    ASSERT_TRUE(p0.is_ok());
+    ASSERT_TRUE((*p0)->run({x}, &expected).is_ok());
+  }
+  auto mode = [](const char* m) {
+    return metrics::value("steadyocr_cuda_run_modes_total", {{"model", "det"}, {"mode", m}});
+  };
+  const double replays0 = mode("replay"), eager0 = mode("eager");
+  const double captured0 = metrics::total("steadyocr_cuda_graphs_captured_total");
+  constexpr int kRounds = 12;
+  std::atomic<int> mismatches{0}, failures{0};
+  for (int round = 0; round < kRounds; ++round) {
+    auto one = [&](PreparedGraph* p) {
+      std::vector<Tensor> out;
+      if (!p->run({x}, &out).is_ok()) {
+        ++failures;
+      } else if (!identical(expected[0], out[0])) {
+        ++mismatches;
+      }
+    };
+    std::thread a(one, p1->get()), b(one, p2->get());
+    a.join();
+    b.join();
+  }
+  EXPECT_EQ(failures.load(), 0);
+  EXPECT_EQ(mismatches.load(), 0) << "a replay on some arena differs from the eager result";
+  const double captured = metrics::total("steadyocr_cuda_graphs_captured_total") - captured0;
+  const double eager = mode("eager") - eager0, replays = mode("replay") - replays0;
+  // Two runs at once make at most two arenas (same size): each plan captures on each at most once.
+  EXPECT_LE(captured, 4);
+  EXPECT_GE(captured, 2);
+  EXPECT_EQ(eager, 2) << "only each plan's first run goes eagerly";
+  EXPECT_EQ(replays, 2 * kRounds - 2);
+}
+
 // Every way of waiting for a run's stream (BackendConfig::sync_wait) gives the same outputs, and each wait is
 // counted under the mode it took: spin and block as configured; auto spins while a run waits alone and sleeps while
 // another run waits too (8 threads at once).

@@ -60,6 +60,11 @@ struct BackendConfig {
   // with 16 images in flight 4, 8 and 32 ran within 1 % of each other (docs/BENCHMARKS.md).
   int cudnn_handles = 8;
   SyncWait sync_wait = SyncWait::kAuto;  // how runs wait for their stream (above)
+  // CUDA graphs a plan instance keeps, one per activation arena it ran on (a graph replays only on the arena it was
+  // captured on; graph_policy.h). With many runs in flight the arena a run leases keeps changing, so one graph per
+  // instance rarely replayed (STEADYOCR_CUDA_GRAPH_ARENAS=N).
+  int graph_arenas = kDefaultGraphArenas;
+  static constexpr int kDefaultGraphArenas = 4;
 };
 
 // The C form of `c`; its strings point into `c`, which must outlive the result.
@@ -80,6 +85,7 @@ inline SoBackendConfig to_abi(const BackendConfig& c) {
   a.profile_ops = c.profile_ops;
   a.cudnn_handles = c.cudnn_handles;
   a.sync_wait = static_cast<int>(c.sync_wait);
+  a.graph_arenas = c.graph_arenas;
   return a;
 }
 
@@ -99,6 +105,7 @@ inline BackendConfig from_abi(const SoBackendConfig& a) {
   c.profile_ops = a.profile_ops;
   c.cudnn_handles = a.cudnn_handles > 0 ? a.cudnn_handles : 8;
   c.sync_wait = a.sync_wait == 1 ? SyncWait::kSpin : a.sync_wait == 2 ? SyncWait::kBlock : SyncWait::kAuto;
+  c.graph_arenas = a.graph_arenas > 0 ? a.graph_arenas : BackendConfig::kDefaultGraphArenas;
   return c;
 }
 

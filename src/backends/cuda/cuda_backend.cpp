@@ -56,6 +56,7 @@ Result<std::unique_ptr<CudaBackend>> CudaBackend::create(const BackendConfig& co
   }
   st->name = "cuda-" + precision + (config.cudnn ? "" : "-nocudnn");
   st->use_graphs = config.cuda_graphs;
+  st->graph_arenas = std::max(1, config.graph_arenas);
   st->calibrate = config.calibrate;
   st->debug_sync = config.debug_sync;
   st->own_conv = config.own_conv;

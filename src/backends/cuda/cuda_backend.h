@@ -23,6 +23,7 @@ struct BackendState {
   Precision precision = Precision::kF32;
   std::string name;  // "cuda-fp32" / "cuda-fp16"
   bool use_graphs = true;
+  int graph_arenas = BackendConfig::kDefaultGraphArenas;  // CUDA graphs a plan instance keeps (BackendConfig)
   bool calibrate = true;    // reduced precision: verify per layer on the first real input of each model
   bool debug_sync = false;  // synchronise and check after every step (BackendConfig::debug_sync)
   bool own_conv = true;     // depthwise/pointwise convolutions without cuDNN (BackendConfig::own_conv)

@@ -582,7 +582,7 @@ size_t arena_class(size_t bytes) {
 
 }  // namespace
 
-Result<Arena> CudaDevice::acquire_arena(size_t bytes, uint64_t prefer, int wait_ms) {
+Result<Arena> CudaDevice::acquire_arena(size_t bytes, const std::vector<uint64_t>& prefer, int wait_ms) {
   const size_t want = arena_class(std::max<size_t>(bytes, 1));
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(wait_ms);
   const std::string dev = std::to_string(device_);
@@ -590,10 +590,13 @@ Result<Arena> CudaDevice::acquire_arena(size_t bytes, uint64_t prefer, int wait_
   bool waited = false;
   for (;;) {
     auto fits = [&](const Arena& a) { return a.mem->bytes >= bytes; };
-    // The preferred arena (its CUDA graph replays only there), else the smallest free one that fits (the newest of
-    // those), so that large arenas stay for the plans that need them.
-    auto it = std::find_if(free_arenas_.begin(), free_arenas_.end(),
-                           [&](const Arena& a) { return a.id == prefer && fits(a); });
+    // The first preferred arena that is free (the caller's CUDA graphs replay only there), else the smallest free
+    // one that fits (the newest of those), so that large arenas stay for the plans that need them.
+    auto it = free_arenas_.end();
+    for (size_t p = 0; p < prefer.size() && it == free_arenas_.end(); ++p) {
+      it = std::find_if(free_arenas_.begin(), free_arenas_.end(),
+                        [&](const Arena& a) { return a.id == prefer[p] && fits(a); });
+    }
     if (it == free_arenas_.end()) {
       for (auto f = free_arenas_.begin(); f != free_arenas_.end(); ++f) {
         if (fits(*f) && (it == free_arenas_.end() || f->mem->bytes <= it->mem->bytes)) it = f;

@@ -184,12 +184,12 @@ class CudaDevice {
   // How many cuDNN handles the device makes at most (BackendConfig::cudnn_handles).
   size_t cudnn_handle_cap() const { return cudnn_cap_; }
 
-  // An arena of at least `bytes`: `prefer` (the one the caller last ran on) when it is free and large enough, else
-  // the smallest free one that is, else a new one of the size class of `bytes` (about a quarter-octave steps; a free
-  // arena too small for it is freed first, so arenas never outnumber the runs once in flight together). When the
-  // memory budget would be exceeded, the free arenas are freed, then it waits up to `wait_ms` for a run to give an
-  // arena back rather than failing at once.
-  Result<Arena> acquire_arena(size_t bytes, uint64_t prefer, int wait_ms = 30000);
+  // An arena of at least `bytes`: the first of `prefer` (the arenas of the caller's CUDA graphs, most wanted first)
+  // that is free and large enough, else the smallest free one that is, else a new one of the size class of `bytes`
+  // (about a quarter-octave steps; a free arena too small for it is freed first, so arenas never outnumber the runs
+  // once in flight together). When the memory budget would be exceeded, the free arenas are freed, then it waits up to
+  // `wait_ms` for a run to give an arena back rather than failing at once.
+  Result<Arena> acquire_arena(size_t bytes, const std::vector<uint64_t>& prefer, int wait_ms = 30000);
   void release_arena(Arena arena);
 
   // Waits until everything enqueued on `lane` so far has run, spinning or sleeping as the device's SyncWait says

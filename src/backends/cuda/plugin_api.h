@@ -79,6 +79,7 @@ typedef struct SoBackendConfig {
   int profile_ops;            /* runs > 0: time every step on the device, log per op kind every that many runs */
   int cudnn_handles;          /* cuDNN handles the device makes at most, leased per enqueue (not per lane) */
   int sync_wait;              /* how runs wait for their stream: 0 auto, 1 spin, 2 block */
+  int graph_arenas;           /* CUDA graphs a plan keeps, one per activation arena it ran on (0: the default) */
 } SoBackendConfig;
 
 typedef struct SteadyocrPluginApi {

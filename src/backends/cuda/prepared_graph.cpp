@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <future>
 #include <map>
@@ -194,7 +195,7 @@ Status CudaPreparedGraph::build_first(const graph::Graph& g, const std::vector<c
 CudaPreparedGraph::~CudaPreparedGraph() {
   // Runs are synchronous: nothing of this plan is in flight once no run holds it.
   if (state_ && state_->device) SO_GPU_TRY(cudaSetDevice(state_->device->index()));
-  drop_graph();
+  drop_graphs();
   for (cudaEvent_t e : step_events_) SO_GPU_TRY(cudaEventDestroy(e));
   plan_.reset();
 }
@@ -203,10 +204,18 @@ size_t CudaPreparedGraph::workspace_bytes() const {
   return plan_ ? plan_->arena_bytes : 0;  // what a run leases
 }
 
-void CudaPreparedGraph::drop_graph() {
-  if (exec_) SO_GPU_TRY(cudaGraphExecDestroy(exec_));
-  exec_ = nullptr;
-  exec_arena_ = 0;
+namespace {
+std::atomic<int64_t> g_graphs_held{0};  // CUDA graph execs held by every plan of the process
+}  // namespace
+
+void CudaPreparedGraph::destroy_graph(cudaGraphExec_t exec) {
+  if (!exec) return;
+  SO_GPU_TRY(cudaGraphExecDestroy(exec));
+  metrics::set_gauge("steadyocr_cuda_graphs_held", {}, static_cast<double>(--g_graphs_held));
+}
+
+void CudaPreparedGraph::drop_graphs() {
+  for (cudaGraphExec_t e : graphs_.clear()) destroy_graph(e);
 }
 
 Status CudaPreparedGraph::lease_arena() {
@@ -214,7 +223,9 @@ Status CudaPreparedGraph::lease_arena() {
   // Room for the cuBLAS workspace a captured graph bakes in: it must be the arena's, not the lane's (which other
   // plans use while the graph replays).
   arena_ws_bytes_ = lane_->cublas_workspace ? lane_->cublas_workspace->bytes : 0;
-  const uint64_t prefer = exec_ ? exec_arena_ : plan_->bound_arena;
+  // The arenas of the plan's graphs first (the most recently replayed first), else the one it is bound to.
+  std::vector<uint64_t> prefer = graphs_.arenas();
+  if (plan_->bound_arena != 0) prefer.push_back(plan_->bound_arena);
   ASSIGN_OR_RETURN(arena_, state_->device->acquire_arena(arena_ws_bytes_ + plan_->arena_bytes, prefer));
   if (plan_->bound_arena != arena_.id) {
     RETURN_IF_ERROR(bind_arena(*plan_, static_cast<char*>(arena_.mem->ptr) + arena_ws_bytes_, arena_.id));
@@ -359,7 +370,7 @@ void CudaPreparedGraph::record_stage_times() {
 }
 
 Status CudaPreparedGraph::rebuild(const std::set<std::string>& f32_nodes) {
-  drop_graph();
+  drop_graphs();
   PlanOptions opts = plan_options();
   opts.force_f32 = f32_nodes;
   opts.lease_arena = !state_->own_arenas;
@@ -370,7 +381,7 @@ Status CudaPreparedGraph::rebuild(const std::set<std::string>& f32_nodes) {
   builder.log_summary();
   built_f32_ = f32_nodes;
   good_runs_ = 0;
-  capture_policy_ = GraphCapturePolicy();
+  graphs_.reset();
   return Status::ok();
 }
 
@@ -550,22 +561,24 @@ Status CudaPreparedGraph::run_once(const std::vector<Tensor>& inputs, std::vecto
     SO_GPU_CHECK(k::launch_spin(flag, faults::hang_timeout_ms(), lane_->stream));
   }
   // A bucket seen a second time is captured into a CUDA graph and replayed from then on; a bucket seen once
-  // never pays for the capture.
-  // The graph replays only on the arena it was captured on; a plan that keeps getting another arena (its graph's
-  // is in use by other runs, or was outgrown) is captured again there, after a wait when its graph dropped before it
-  // paid (GraphCapturePolicy: with many runs in flight, captures that rarely replay only cost the host).
+  // never pays for the capture. A graph replays only on the arena it was captured on: the plan keeps one per arena it
+  // ran on, up to BackendConfig::graph_arenas, and a run on an arena without one captures there while there is room,
+  // else after two such runs in place of the least recently used graph, after a wait when that one had not paid
+  // (ArenaGraphs: with many runs in flight, captures that rarely replay only cost the host).
   // Profiling replays the same graphs, with an event after each step captured in them (enqueue_profiled).
   const bool profiling = state_->profile_ops > 0 && fault == faults::Kind::kNone && !state_->debug_sync;
   const bool graphs = fault == faults::Kind::kNone && state_->use_graphs && !state_->debug_sync && !graph_disabled_;
-  if (graphs && exec_ && exec_arena_ != arena_.id && runs_off_graph_ >= 2) {
-    if (capture_policy_.dropped(good_runs_)) {
-      metrics::inc("steadyocr_cuda_graph_capture_waits_total", {{"model", role_}});
+  const cudaGraphExec_t* exec = graphs ? graphs_.replay(arena_.id) : nullptr;
+  if (graphs && !exec) {
+    const int waits = graphs_.waits();
+    if (auto old = graphs_.evict(good_runs_)) destroy_graph(*old);
+    if (graphs_.waits() != waits) metrics::inc("steadyocr_cuda_graph_capture_waits_total", {{"model", role_}});
+    if (graphs_.should_capture(good_runs_)) {
+      RETURN_IF_ERROR(capture());
+      exec = graphs_.replay(arena_.id);
     }
-    drop_graph();
   }
-  if (graphs && !exec_ && capture_policy_.should_capture(good_runs_)) RETURN_IF_ERROR(capture());
-  const bool replay = graphs && exec_ && exec_arena_ == arena_.id;
-  if (replay) capture_policy_.replayed();
+  const bool replay = exec != nullptr;
   if (!replay) RETURN_IF_ERROR(need_cudnn());  // the steps call cuDNN as they are enqueued
   const ExecContext ctx = context(plan);
   // How the steps went to the device: a replayed graph (one launch) or enqueued one by one (a launch per kernel, cuDNN
@@ -573,7 +586,7 @@ Status CudaPreparedGraph::run_once(const std::vector<Tensor>& inputs, std::vecto
   metrics::inc("steadyocr_cuda_run_modes_total", {{"model", role_}, {"mode", replay ? "replay" : "eager"}});
   SO_GPU_CHECK(cudaEventRecord(lane_->events[1], lane_->stream));
   if (replay) {
-    SO_GPU_CHECK(cudaGraphLaunch(exec_, lane_->stream));
+    SO_GPU_CHECK(cudaGraphLaunch(*exec, lane_->stream));
   } else if (profiling) {
     RETURN_IF_ERROR(enqueue_profiled(plan, ctx, /*capturing=*/false));
   } else {
@@ -605,7 +618,7 @@ Status CudaPreparedGraph::run_once(const std::vector<Tensor>& inputs, std::vecto
   }
   if (fault == faults::Kind::kNone) {
     ++good_runs_;
-    runs_off_graph_ = exec_ && !replay ? runs_off_graph_ + 1 : 0;
+    if (graphs && !replay) graphs_.missed();
   }
   return Status::ok();
 }
@@ -658,33 +671,37 @@ Status CudaPreparedGraph::capture() {
   cublasStatus_t restored =
       cublasSetWorkspace(lane_->cublas, lane_->cublas_workspace->ptr, lane_->cublas_workspace->bytes);
   // cudaGraphInstantiateWithFlags has the same signature in CUDA 11.4+ and 12/13 (cudaGraphInstantiate does not).
-  if (e == cudaSuccess && s.is_ok() && g) e = cudaGraphInstantiateWithFlags(&exec_, g, 0);
+  cudaGraphExec_t exec = nullptr;
+  if (e == cudaSuccess && s.is_ok() && g) e = cudaGraphInstantiateWithFlags(&exec, g, 0);
   if (g) SO_GPU_TRY(cudaGraphDestroy(g));
+  if (exec) metrics::set_gauge("steadyocr_cuda_graphs_held", {}, static_cast<double>(++g_graphs_held));
   if (restored != CUBLAS_STATUS_SUCCESS) {
     lane_dirty_ = true;
-    drop_graph();
+    destroy_graph(exec);
+    drop_graphs();
     graph_disabled_ = true;
     return gpu_status(restored, "cublasSetWorkspace(lane_->cublas, <the lane's own workspace>)", __FILE__, __LINE__);
   }
-  if (!ws_set || e != cudaSuccess || !s.is_ok() || !exec_) {
+  if (!ws_set || e != cudaSuccess || !s.is_ok() || !exec) {
     // The capture's own error is recorded and classified like any other (a sticky one fails the run's next call).
     std::string why = !ws_set            ? "the graph's cuBLAS workspace could not be set"
                       : !s.is_ok()       ? s.to_string()
                       : e != cudaSuccess ? gpu_status(e, "CUDA graph capture", __FILE__, __LINE__).to_string()
                                          : "no graph was instantiated";
-    exec_ = nullptr;
+    destroy_graph(exec);
+    drop_graphs();
     graph_disabled_ = true;
     metrics::inc("steadyocr_cuda_graph_capture_failures_total", {{"model", role_}});
     log::warn("cuda", "CUDA graph capture failed for {} ({}); this bucket runs its kernels one by one", role_, why);
     return Status::ok();
   }
-  exec_arena_ = arena_.id;
-  runs_off_graph_ = 0;
-  capture_policy_.captured();
+  graphs_.add(arena_.id, exec);
   metrics::inc("steadyocr_cuda_graphs_captured_total", {{"model", role_}});
   metrics::inc("steadyocr_cuda_graph_capture_ms_total", {{"model", role_}}, capture_sw.elapsed_ms());
-  log::debug("cuda", "{}: captured {} {} into a CUDA graph in {:.2f} ms (after {} good runs)", state_->name, role_,
-             signature_, capture_sw.elapsed_ms(), good_runs_);
+  log::debug("cuda",
+             "{}: captured {} {} into a CUDA graph on arena {} in {:.2f} ms (after {} good runs; {} of {} held)",
+             state_->name, role_, signature_, arena_.id, capture_sw.elapsed_ms(), good_runs_, graphs_.size(),
+             graphs_.capacity());
   return Status::ok();
 }
 

@@ -1,6 +1,7 @@
 // One planned shape bucket: its plan; each run leases an execution lane (stream, cuDNN/cuBLAS handles, events) and
 // an activation arena from the device, so plans cost neither lanes nor memory of their own: device memory follows
-// the runs in flight, not the shapes cached. Replayed as a CUDA graph after the first good run on an arena.
+// the runs in flight, not the shapes cached. Replayed as CUDA graphs after the first good run, one per arena the plan
+// ran on (up to BackendConfig::graph_arenas; graph_policy.h).
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -51,7 +52,8 @@ class CudaPreparedGraph final : public PreparedGraph {
   const Plan& plan() const { return *plan_; }
 
  private:
-  explicit CudaPreparedGraph(std::shared_ptr<BackendState> state) : state_(std::move(state)) {}
+  explicit CudaPreparedGraph(std::shared_ptr<BackendState> state)
+      : state_(std::move(state)), graphs_(state_->graph_arenas) {}
   Status init(const graph::Graph& g);
   // Builds the plan on `g` (graph_ itself, or a borrowed graph); `order`: g's schedule when known.
   Status build_first(const graph::Graph& g, const std::vector<const graph::Node*>* order);
@@ -59,13 +61,14 @@ class CudaPreparedGraph final : public PreparedGraph {
   Status stage_inputs(const Plan& plan, const std::vector<Tensor>& inputs);
   Status ensure_precision(const std::vector<Tensor>& inputs);
   Status rebuild(const std::set<std::string>& f32_nodes);
-  // Captures the plan into a CUDA graph (a failure only disables graphs for this bucket); an error means the lane's
-  // cuBLAS workspace could not be restored, so the lane must not go back to the pool.
+  // Captures the plan into a CUDA graph for the run's arena (a failure only disables graphs for this bucket); an error
+  // means the lane's cuBLAS workspace could not be restored, so the lane must not go back to the pool.
   Status capture();
   // Leases a cuDNN handle for the rest of the run (plan builds, eager enqueues, captures), unless it holds one.
   Status need_cudnn();
   void record_stage_times();
-  void drop_graph();
+  void drop_graphs();
+  void destroy_graph(cudaGraphExec_t exec);
   ExecContext context(const Plan& plan) const;
   PlanOptions plan_options() const;  // what every plan of this backend is built with (before calibration)
 
@@ -90,12 +93,10 @@ class CudaPreparedGraph final : public PreparedGraph {
   Status lease_arena();
   double host_copy_ms_ = 0;
   RunProfile profile_;  // the last run's
-  cudaGraphExec_t exec_ = nullptr;
-  uint64_t exec_arena_ = 0;  // the arena the graph was captured on (it replays only there)
+  // The plan's CUDA graphs, one per arena it was captured on (each replays only there), and when to capture another.
+  ArenaGraphs<cudaGraphExec_t> graphs_;
   bool graph_disabled_ = false;
-  int good_runs_ = 0;                  // good runs since the plan was built
-  int runs_off_graph_ = 0;             // consecutive good runs on an arena other than the graph's
-  GraphCapturePolicy capture_policy_;  // when to capture again after a graph that rarely replayed
+  int good_runs_ = 0;  // good runs since the plan was built
   // Host staging of the run in flight, from the device's pinned pool (never held between runs: a plan of a shape
   // seen once would otherwise keep page-locked memory that only a cudaHostAlloc can replace).
   std::vector<PinnedPtr> staging_;
