@@ -11,9 +11,9 @@
 #   peer:   ref_ppocr.py --runner torch on each set (device_lib.sh).
 #   tests:  test_backends --gtest_filter=$TESTS (the bundle's bin/test_backends), summary and failures.
 #   env:    `bench` of each set four times over, cuda-fp16, 16 in flight, once per ENV_VARIANTS entry and round
-#           (order reversed every other round), each entry NAME or NAME:VAR=VALUE[,VAR=VALUE...] setting the worker's
-#           environment (e.g. "g1:STEADYOCR_CUDA_GRAPH_ARENAS=1 g4 conn32:CUDA_DEVICE_MAX_CONNECTIONS=32"); the line
-#           adds the device memory the process used at the end.
+#           (order reversed every other round), each entry NAME or NAME:ITEM[,ITEM...], an ITEM VAR=VALUE for the
+#           environment or --flag=value for bench (e.g. "g1:STEADYOCR_CUDA_GRAPH_ARENAS=1 g4 mem1g:--gpu-mem=1024");
+#           the line adds the device memory the process used at the end and the recogniser's time table.
 #   lines:  cold `ocr` of each set with the first two ENV_VARIANTS, compared line by line.
 # Summary: $OUT/summary.txt; the runs' JSON and logs: $OUT/groups.tgz.
 #
@@ -106,16 +106,19 @@ print(f\"{r['images_per_s']:.1f} images/s\")" "$d/bench.json" 2>&1 | tail -1)" |
   done
 fi
 
-# Runs "$@" with the environment of ENV_VARIANTS entry $1 (NAME or NAME:VAR=VALUE,...), the entry's name dropped.
+# Runs "$@" as ENV_VARIANTS entry $1 says (NAME or NAME:ITEM,ITEM...; an ITEM VAR=VALUE is set in the environment,
+# an ITEM --flag=value is added to the command's flags).
 with_variant() {
-  local spec=$1 kv
+  local spec=$1 kv item
   shift
-  local -a envs=()
+  local -a envs=() flags=()
   if [[ "$spec" == *:* ]]; then
     IFS=, read -ra kv <<<"${spec#*:}"
-    envs=("${kv[@]}")
+    for item in "${kv[@]}"; do
+      if [[ "$item" == --* ]]; then flags+=("$item"); else envs+=("$item"); fi
+    done
   fi
-  env "${envs[@]}" "$@"
+  env "${envs[@]}" "$@" "${flags[@]}"
 }
 
 if want tests; then
