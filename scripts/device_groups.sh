@@ -139,7 +139,7 @@ if want env; then
     for set in $SETS; do
       for v in $order; do
         tag=env.$set.${v%%:*}.$round
-        with_variant "$v" env STEADYOCR_WORKER_CONCURRENCY=${CONC:-16} timeout -k 5 200 $SO bench "$W/$set.x4" \
+        STEADYOCR_WORKER_CONCURRENCY=${CONC:-16} with_variant "$v" timeout -k 5 200 $SO bench "$W/$set.x4" \
           --models "$F/models" --backend cuda-fp16 --require-gpu --warmup 1 --repeat "$REPEAT" --json \
           >"$W/$tag.json" 2>"$W/$tag.log"
         device_bench_line "$W/$tag.json" "$tag"

@@ -20,7 +20,7 @@ import sys
 PER_SHAPE = re.compile(r"planned (\S+) for (\S+) on (\S+) in ([\d.]+) ms \(passes ([\d.]+), prepare ([\d.]+)\)")
 # The CUDA plan builder's own line (per-shape plans; an instance of the plan for every shape has its plan's line).
 BUILDER = re.compile(r"plan of (\S+) for .*: build ([\d.]+) ms \((.*)\), fuse ([\d.]+), place ([\d.]+); (\d+) steps")
-CAPTURE = re.compile(r": captured (\S+) .* into a CUDA graph in ([\d.]+) ms")
+CAPTURE = re.compile(r": captured (\S+) .* into a CUDA graph(?: on arena \d+)? in ([\d.]+) ms")
 SHAPE_FREE = re.compile(r"(\S+): instance for (\S+) in ([\d.]+) ms \((?:(.*); )?(\d+) kept\)")
 CUDA_SHAPE_FREE = re.compile(r"(\S+): (\S+) instance for (\S+) in ([\d.]+) ms \((.*); \d+ steps\)")
 PHASE = re.compile(r"(\w+) ([\d.]+)")

@@ -355,8 +355,8 @@ int run_bench(const BenchArgs& a) {
     return is_usage_error(engine_or.status()) ? kExitUsage : kExitFailed;
   }
   OcrEngine& engine = **engine_or;
-  // The cpu backend's image groups as its load worked them out (the memory available then, not after the passes).
-  const int cpu_groups = pipeline::host_groups_here(options->pipeline, "cpu");
+  // The cpu backend's image groups as the engine worked them out at its start.
+  const int cpu_groups = pipeline::host_groups_here(engine.options().pipeline, "cpu");
   std::vector<size_t> index;  // file index of each image benchmarked
   // A pass goes to the engine as one call by default: the engine keeps its images in flight from the first image to
   // the last, as a server under steady load does. --chunk N sends calls of N images, each waiting for its slowest

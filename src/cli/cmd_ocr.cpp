@@ -135,8 +135,8 @@ int run_ocr(const OcrArgs& a) {
     return is_usage_error(engine_or.status()) ? kExitUsage : kExitFailed;
   }
   OcrEngine& engine = **engine_or;
-  // The cpu backend's image groups as its load worked them out (the memory available then, not after the run).
-  const int cpu_groups = pipeline::host_groups_here(options->pipeline, "cpu");
+  // The cpu backend's image groups as the engine worked them out at its start.
+  const int cpu_groups = pipeline::host_groups_here(engine.options().pipeline, "cpu");
 
   const std::vector<std::string> names = output_names(files);
   std::vector<ImageOutcome> outcomes;

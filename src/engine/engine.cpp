@@ -534,12 +534,16 @@ Result<std::unique_ptr<OcrEngine>> OcrEngine::create(const EngineOptions& option
   }
   ASSIGN_OR_RETURN(std::vector<GpuChoice> gpus, choose_gpus(options.gpus, with_gpu_rungs));
   if (options.threads > 0) set_num_threads(options.threads);
-  std::unique_ptr<OcrEngine> e(new OcrEngine(options));
+  // The cpu backend's image groups worked out once, here: the pipelines, the workers and the CLI's report all use
+  // this number (the memory available read once, not again by each worker that starts).
+  EngineOptions resolved = options;
+  pipeline::resolve_host_groups(resolved.pipeline);
+  std::unique_ptr<OcrEngine> e(new OcrEngine(resolved));
 
   std::vector<std::pair<std::string, Finding>> ruled_out;
   if (gpus.size() <= 1) {
     // One ladder: CUDA's own choice of device, or the one GPU --gpus names.
-    EngineOptions o = options;
+    EngineOptions o = resolved;
     // The single ladder is GPU 0: rules for another GPU have no device to fire on.
     o.faults = faults_for_gpu(options.faults, 0);
     if (o.faults.size() < options.faults.size()) {
@@ -566,7 +570,7 @@ Result<std::unique_ptr<OcrEngine>> OcrEngine::create(const EngineOptions& option
                               ") serve on cuda rungs only; vulkan picks its own device: use one GPU with vulkan");
     }
     for (size_t k = 0; k < gpus.size(); ++k) {
-      EngineOptions o = options;
+      EngineOptions o = resolved;
       o.device = gpus[k].device;
       o.gpu_label = std::to_string(k);
       o.faults = faults_for_gpu(options.faults, static_cast<int>(k));

@@ -69,6 +69,8 @@ class OcrEngine {
   std::map<std::string, SupervisorStats> worker_stats() const;
   // The GPUs the engine serves on (one entry, gpu "", when it runs a single ladder without choosing a device).
   size_t gpu_count() const { return lanes_.size(); }
+  // The options the engine runs with: as given, with the automatic counts worked out (pipeline.host_groups).
+  const EngineOptions& options() const { return options_; }
   std::vector<GpuState> gpus() const;
 
  private:

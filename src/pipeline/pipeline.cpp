@@ -64,6 +64,24 @@ int host_groups_here(const PipelineOptions& options, const std::string& backend)
   return host_groups_for(options, backend, threads, needs_memory ? host_memory::available_bytes() : -1);
 }
 
+void resolve_host_groups(PipelineOptions& options) {
+  if (options.host_groups > 0) return;
+  const int threads = num_threads();
+  const int uncapped = host_groups_for(options, "cpu", threads);
+  if (uncapped <= 1) {
+    options.host_groups = 1;
+    return;
+  }
+  const int64_t memory = host_memory::available_bytes();
+  options.host_groups = host_groups_for(options, "cpu", threads, memory);
+  if (options.host_groups < uncapped) {
+    log::info("pipeline",
+              "{} image groups, not {}: {:.0f} MiB of memory available, 256 MiB asked per group (--image-groups sets "
+              "the count)",
+              options.host_groups, uncapped, memory / 1048576.0);
+  }
+}
+
 namespace {
 
 // Recognition rows per call on the device profile are padded to a multiple of this (RecOptions::pad_rows; 0: none).
@@ -117,14 +135,8 @@ Result<std::unique_ptr<Pipeline>> Pipeline::load(const ModelPaths& paths, std::s
     // Plans hold no device memory of their own (runs lease arenas): every shape a set repeats skips planning.
     model_options.max_cached_shapes = 512;
   }
-  const int64_t memory = host_memory::available_bytes();
-  opts.host_groups = host_groups_for(opts, backend->name(), num_threads(), memory);
-  if (const int uncapped = host_groups_for(options, backend->name(), num_threads()); opts.host_groups < uncapped) {
-    log::info("pipeline",
-              "{} image groups, not {}: {:.0f} MiB of memory available, 256 MiB asked per group (--image-groups sets "
-              "the count)",
-              opts.host_groups, uncapped, memory / 1048576.0);
-  }
+  if (backend->name() == "cpu") resolve_host_groups(opts);  // no-op where the engine resolved it already
+  opts.host_groups = host_groups_for(opts, backend->name(), num_threads());
   if (opts.host_groups > 1) model_options.max_replicas = opts.host_groups;  // one plan instance per group
   if (opts.plan_cache > 0) model_options.max_cached_shapes = static_cast<size_t>(opts.plan_cache);
   std::map<std::string, std::shared_ptr<runtime::Model>> raw;

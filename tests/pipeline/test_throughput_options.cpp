@@ -11,6 +11,7 @@
 #include <opencv2/imgproc.hpp>
 #include <thread>
 
+#include "core/host_memory.h"
 #include "core/parallel.h"
 #include "pipeline/det_preprocess.h"
 #include "pipeline/handler.h"
@@ -163,6 +164,40 @@ TEST(HostGroups, ResolvedForTheCpuBackendOnly) {
   EXPECT_EQ(host_groups_for(o, "cuda-fp32", 16), 1);
   o.execution = ExecutionProfile::kDevice;
   EXPECT_EQ(host_groups_for(o, "cpu", 16), 1);
+}
+
+// The automatic count is worked out once and written into the options (the engine does it at its start): later
+// readers get that number, whatever the memory available by then; a count that is set stays.
+TEST(HostGroups, ResolvedOnceIntoTheOptions) {
+  const int threads_before = num_threads();
+  set_num_threads(2);
+  PipelineOptions few;
+  resolve_host_groups(few);
+  EXPECT_EQ(few.host_groups, 1) << "below 8 threads one group";
+  set_num_threads(16);
+  PipelineOptions many;
+  const int64_t memory_before = host_memory::available_bytes();
+  resolve_host_groups(many);
+  const int64_t memory_after = host_memory::available_bytes();
+  // The count for the memory read in between (either reading's count, should it cross a 256 MiB step meanwhile).
+  const int a = host_groups_for(PipelineOptions{}, "cpu", 16, memory_before);
+  const int b = host_groups_for(PipelineOptions{}, "cpu", 16, memory_after);
+  EXPECT_GE(many.host_groups, std::min(a, b));
+  EXPECT_LE(many.host_groups, std::max(a, b));
+  EXPECT_GE(many.host_groups, 1);
+  EXPECT_LE(many.host_groups, 16);
+  // Read back through the functions every other part calls: the same number, for the cpu backend only.
+  EXPECT_EQ(host_groups_here(many, "cpu"), many.host_groups);
+  EXPECT_EQ(host_groups_for(many, "cuda-fp16", 16), 1);
+  PipelineOptions set;
+  set.host_groups = 3;
+  resolve_host_groups(set);
+  EXPECT_EQ(set.host_groups, 3);
+  PipelineOptions device;
+  device.execution = ExecutionProfile::kDevice;
+  resolve_host_groups(device);
+  EXPECT_EQ(device.host_groups, 1);
+  set_num_threads(threads_before);
 }
 
 // Pictures read side by side in groups (each on its share of the threads, with its own plan instances) read as the
