@@ -361,13 +361,19 @@ TEST(CudaRuntime, GraphReplayGivesTheEagerResult) {
   EXPECT_EQ(metrics::total("steadyocr_cuda_graphs_captured_total"), captured + 1);
 }
 
-// Two plans of one shape run side by side, round after round, so that each meets both activation arenas: each keeps
-// a CUDA graph per arena (BackendConfig::graph_arenas, 4 by default), so after its first (eager) run every run
-// replays, whichever arena it gets, and each replay gives the eager result. With one graph per plan (the layout
-// before) the plans went eager whenever they swapped arenas.
+// Two plans of one shape run side by side, round after round, so that each meets both activation arenas: with
+// BackendConfig::graph_arenas 4 each keeps a CUDA graph per arena, so after its first (eager) run every run replays,
+// whichever arena it gets, and each replay gives the eager result. With one graph per plan (the default) a plan runs
+// eagerly whenever the other holds its graph's arena.
 TEST(CudaRuntime, GraphsReplayOnEveryArenaAPlanRanOn) {
   SO_REQUIRE_MODELS();
-  SO_CUDA_BACKEND_OR_SKIP(backend, "cuda-fp32");
+  const SteadyocrPluginApi* api = runtime::cuda_plugin_api();
+  if (!api) GTEST_SKIP() << "no CUDA plugin loaded (no device)";
+  cuda::BackendConfig config = runtime::cuda_backend_config("fp32");
+  config.graph_arenas = 4;
+  auto made = runtime::create_plugin_backend(api, config);
+  if (!made.is_ok()) GTEST_SKIP() << "cuda-fp32 unavailable: " << made.status().to_string();
+  std::shared_ptr<Backend> backend = std::move(made).value();
   auto g = optimized_model(kDetModel, {1, 3, 160, 224});
   ASSERT_TRUE(g.is_ok());
   auto p1 = backend->prepare(*g);

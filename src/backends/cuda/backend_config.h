@@ -61,10 +61,11 @@ struct BackendConfig {
   int cudnn_handles = 8;
   SyncWait sync_wait = SyncWait::kAuto;  // how runs wait for their stream (above)
   // CUDA graphs a plan instance keeps, one per activation arena it ran on (a graph replays only on the arena it was
-  // captured on; graph_policy.h). With many runs in flight the arena a run leases keeps changing, so one graph per
-  // instance rarely replayed (STEADYOCR_CUDA_GRAPH_ARENAS=N).
+  // captured on; graph_policy.h). With many runs in flight the arena a run leases keeps changing, and with one graph
+  // per instance about 70 % of the runs went eagerly (2026-12-06, docs/BENCHMARKS.md). More per instance is
+  // STEADYOCR_CUDA_GRAPH_ARENAS=N; the default stays 1 (the layout measured so far) until N > 1 is measured on a GPU.
   int graph_arenas = kDefaultGraphArenas;
-  static constexpr int kDefaultGraphArenas = 4;
+  static constexpr int kDefaultGraphArenas = 1;
 };
 
 // The C form of `c`; its strings point into `c`, which must outlive the result.
