@@ -14,7 +14,8 @@
 #           (order reversed every other round), each entry NAME or NAME:ITEM[,ITEM...], an ITEM VAR=VALUE for the
 #           environment or --flag=value for bench (e.g. "g1:STEADYOCR_CUDA_GRAPH_ARENAS=1 g4 mem1g:--gpu-mem=1024");
 #           the line adds the device memory the process used at the end and the recogniser's time table.
-#   lines:  cold `ocr` of each set with the first two ENV_VARIANTS, compared line by line.
+#   lines:  cold `ocr` of each set with the first two ENV_VARIANTS (each process's `ocr:` line: every shape new),
+#           compared line by line. One image at a time is an env variant: "one:STEADYOCR_WORKER_CONCURRENCY=1".
 # Summary: $OUT/summary.txt; the runs' JSON and logs: $OUT/groups.tgz.
 #
 # Bundle: scripts/slim_bundle.py .devbundle build/steadyocr build/libsteadyocr_cuda13.so [build/libso_cupti_trace.so] -- models \
@@ -157,6 +158,9 @@ if want lines; then
     for v in "$1" "$2"; do
       with_variant "$v" timeout -k 5 200 $SO ocr "$F/$set" --models "$F/models" --backend cuda-fp16 --require-gpu \
         --format json -o "$W/lines.$set.${v%%:*}.json" >/dev/null 2>"$W/lines.$set.${v%%:*}.log"
+      # The cold process's own figure (every shape new): its `ocr:` line.
+      echo "   cold ocr $set ${v%%:*}: exit $?, $(tr '\r' '\n' <"$W/lines.$set.${v%%:*}.log" | grep -E '^ocr: ' | tail -1)" |
+        tee -a "$S"
     done
     python3 "$REPO/scripts/compare_ocr_lines.py" "$W/lines.$set.${1%%:*}.json" "$W/lines.$set.${2%%:*}.json" "$F/$set" \
       "$set: ${2%%:*} against ${1%%:*}" 2>&1 | tail -1 | tee -a "$S"
