@@ -355,8 +355,6 @@ int run_bench(const BenchArgs& a) {
     return is_usage_error(engine_or.status()) ? kExitUsage : kExitFailed;
   }
   OcrEngine& engine = **engine_or;
-  // The cpu backend's image groups as the engine worked them out at its start.
-  const int cpu_groups = pipeline::host_groups_here(engine.options().pipeline, "cpu");
   std::vector<size_t> index;  // file index of each image benchmarked
   // A pass goes to the engine as one call by default: the engine keeps its images in flight from the first image to
   // the last, as a server under steady load does. --chunk N sends calls of N images, each waiting for its slowest
@@ -429,7 +427,9 @@ int run_bench(const BenchArgs& a) {
   r["warmup"] = a.warmup;
   r["passes"] = a.repeat;
   r["threads"] = num_threads();
-  r["image_groups"] = engine::backend_of_rung(engine.current_rung()) == "cpu" ? cpu_groups : 1;
+  // The groups the engine worked out at its start (EngineOptions as resolved); 1 on other backends.
+  r["image_groups"] =
+      engine::backend_of_rung(engine.current_rung()) == "cpu" ? engine.options().pipeline.host_groups : 1;
   r["chunk_images"] = a.chunk > 0 ? std::min<size_t>(a.chunk, index.size()) : index.size();
   r["rung"] = engine.current_rung();
   r["backend"] = engine::backend_of_rung(engine.current_rung());

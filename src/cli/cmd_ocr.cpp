@@ -135,8 +135,6 @@ int run_ocr(const OcrArgs& a) {
     return is_usage_error(engine_or.status()) ? kExitUsage : kExitFailed;
   }
   OcrEngine& engine = **engine_or;
-  // The cpu backend's image groups as the engine worked them out at its start.
-  const int cpu_groups = pipeline::host_groups_here(engine.options().pipeline, "cpu");
 
   const std::vector<std::string> names = output_names(files);
   std::vector<ImageOutcome> outcomes;
@@ -257,7 +255,7 @@ int run_ocr(const OcrArgs& a) {
   const double secs = wall.elapsed_ms() / 1000.0;
   if (!a.quiet) {
     const std::string rung = engine.current_rung();
-    const int groups = engine::backend_of_rung(rung) == "cpu" ? cpu_groups : 1;
+    const int groups = engine::backend_of_rung(rung) == "cpu" ? engine.options().pipeline.host_groups : 1;
     std::fprintf(stderr, "ocr: %zu images, %zu failed, %.2f s, %.2f images/s, backend %s, %d threads%s\n",
                  outcomes.size(), failed, secs, secs > 0 ? outcomes.size() / secs : 0.0, rung.c_str(), num_threads(),
                  groups > 1 ? fmt::format(" in {} image groups", groups).c_str() : "");

@@ -65,13 +65,12 @@ int host_groups_here(const PipelineOptions& options, const std::string& backend)
 }
 
 void resolve_host_groups(PipelineOptions& options) {
-  if (options.host_groups > 0) return;
   const int threads = num_threads();
-  const int uncapped = host_groups_for(options, "cpu", threads);
-  if (uncapped <= 1) {
-    options.host_groups = 1;
+  if (options.host_groups > 0 || threads < 8) {  // the user's count (at most the threads), or one group
+    options.host_groups = host_groups_for(options, "cpu", threads);
     return;
   }
+  const int uncapped = host_groups_for(options, "cpu", threads);
   const int64_t memory = host_memory::available_bytes();
   options.host_groups = host_groups_for(options, "cpu", threads, memory);
   if (options.host_groups < uncapped) {

@@ -110,10 +110,9 @@ struct PipelineOptions {
 int host_groups_for(const PipelineOptions& options, const std::string& backend, int threads, int64_t memory_bytes = -1);
 // host_groups_for with this process's threads (num_threads()) and available memory (core/host_memory.h).
 int host_groups_here(const PipelineOptions& options, const std::string& backend);
-// Works the automatic group count out once (options.host_groups 0: the cpu backend's count here, host_groups_here),
-// logging when the memory available lowered it, and writes it into options.host_groups, so that everything loaded
-// from these options (the pipeline, the engine's workers, bench's and ocr's report) uses the same number. A count
-// already set is left as it is.
+// Writes the cpu backend's group count here (host_groups_here: the automatic one, or the count set, at most the
+// threads) into options.host_groups, logging when the memory available lowered the automatic one, so that everything
+// loaded from these options (the pipeline, the engine's workers, bench's and ocr's report) uses the same number.
 void resolve_host_groups(PipelineOptions& options);
 
 // One image's changes to the pipeline's options (a server request's options); unset fields keep the pipeline's.

@@ -193,6 +193,10 @@ TEST(HostGroups, ResolvedOnceIntoTheOptions) {
   set.host_groups = 3;
   resolve_host_groups(set);
   EXPECT_EQ(set.host_groups, 3);
+  PipelineOptions too_many;  // a count set above the threads: what runs, the threads' number
+  too_many.host_groups = 32;
+  resolve_host_groups(too_many);
+  EXPECT_EQ(too_many.host_groups, 16);
   PipelineOptions device;
   device.execution = ExecutionProfile::kDevice;
   resolve_host_groups(device);
